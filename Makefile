@@ -1,0 +1,45 @@
+# Set-up and test entry points. Each venv is rebuilt only when pyproject.toml or its constraint file changes.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+PIP_INSTALL = -m pip install --quiet --disable-pip-version-check
+PYTEST_ARGS ?=
+
+.PHONY: smoke test test-latest bench lock sync-contract clean
+
+.venv/.installed: pyproject.toml constraints/default.txt
+	test -x .venv/bin/python || $(PYTHON) -m venv .venv
+	.venv/bin/python $(PIP_INSTALL) -c constraints/default.txt '.[composer,transformers,test]'
+	touch $@
+
+.venv-latest/.installed: pyproject.toml constraints/latest.txt
+	test -x .venv-latest/bin/python || $(PYTHON) -m venv .venv-latest
+	.venv-latest/bin/python $(PIP_INSTALL) -c constraints/latest.txt '.[transformers,test]'
+	touch $@
+
+## smoke: the main job, every skill's smoke scripts on every device present, as a table
+smoke: .venv/.installed
+	.venv/bin/python scripts/smoke_runner.py
+
+## test: the suite in the default leg (torch 2.7.0, both stacks)
+test: .venv/.installed
+	.venv/bin/python -m pytest -n 2 $(PYTEST_ARGS)
+
+## test-latest: the Transformers tests on current torch
+test-latest: .venv-latest/.installed
+	.venv-latest/bin/python -m pytest -n 2 -m "not composer" $(PYTEST_ARGS)
+
+## bench: each train_smoke's wall time over its library's bare import, median of 3
+bench: .venv/.installed
+	.venv/bin/python scripts/smoke_runner.py --script train_smoke --device cpu --repeat 3
+
+## lock: rewrite the constraint files from the venvs (after a deliberate upgrade); local labels such as +cpu
+## are dropped so a pin matches the build each platform's index serves
+lock:
+	.venv/bin/python -m pip freeze --exclude training-skills | sed 's/+[a-z0-9.]*$$//' > constraints/default.txt
+	.venv-latest/bin/python -m pip freeze --exclude training-skills | sed 's/+[a-z0-9.]*$$//' > constraints/latest.txt
+
+## sync-contract: copy the smoke-script contract into every skill (the suite fails when copies drift)
+sync-contract:
+	for dir in skills/*/scripts; do cp scripts/smoke_contract.py $$dir/smoke_contract.py; done
+
+clean:
+	rm -rf .venv .venv-latest build *.egg-info

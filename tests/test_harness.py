@@ -1,0 +1,91 @@
+"""The harness itself: the offline guard blocks, the per-test timeout fires, devices are parametrized."""
+
+import socket
+import sys
+import textwrap
+import threading
+
+import pytest
+
+from conftest import CUDA, DEVICES, REPO, run_python
+
+PROBE = textwrap.dedent("""
+    import socket, sys
+    kind, target = sys.argv[1], sys.argv[2]
+    try:
+        if kind == "dns":
+            socket.getaddrinfo(target, 443)
+        else:
+            host, port = target.rsplit(":", 1)
+            socket.create_connection((host, int(port)), timeout=3).close()
+    except OSError as exc:
+        print(type(exc).__name__, exc)
+        sys.exit(1)
+    print("connected")
+""")
+
+
+@pytest.mark.parametrize(("kind", "target"), [
+    ("dns", "huggingface.co"),
+    ("dns", "s3.amazonaws.com"),
+    ("connect", "93.184.216.34:443"),
+    ("connect", "10.1.2.3:80"),
+])
+def test_offline_guard_blocks_the_network(kind, target, tmp_path):
+    result = run_python(["-c", PROBE, kind, target], tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "OfflineGuardError" in result.stdout and "offline guard: blocked" in result.stdout
+    assert len(result.network_attempts) == 1 and target.split(":")[0] in result.network_attempts[0]
+
+
+def test_offline_guard_keeps_loopback_open(tmp_path):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    accepter = threading.Thread(target=lambda: server.accept()[0].close(), daemon=True)
+    accepter.start()
+    try:
+        port = server.getsockname()[1]
+        result = run_python(["-c", PROBE, "connect", f"127.0.0.1:{port}"], tmp_path)
+        assert result.stdout.strip() == "connected", result.stdout + result.stderr
+        assert run_python(["-c", PROBE, "dns", "localhost"], tmp_path).stdout.strip() == "connected"
+        assert result.network_attempts == []
+    finally:
+        server.close()
+
+
+def test_children_get_isolated_caches(tmp_path):
+    result = run_python(["-c", "import os; print(os.environ['HF_HOME'])"], tmp_path)
+    assert result.stdout.strip().startswith(str(tmp_path))
+
+
+def test_per_test_timeout_fails_a_hang(tmp_path):
+    """The suite's timeout (pyproject's `timeout`) turns a hang into a failure; shown here with a 1 s limit."""
+    (tmp_path / "test_hang.py").write_text("import time\n\ndef test_hang():\n    time.sleep(60)\n")
+    result = run_python(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "pytest_timeout", "--timeout", "1",
+                         "test_hang.py"], tmp_path, cwd=tmp_path, timeout=60, env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    assert result.returncode == 1, result.stdout
+    assert "Timeout" in result.stdout and "1 failed" in result.stdout
+
+
+def test_suite_config_sets_a_timeout():
+    import tomllib
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert 0 < config["timeout"] <= 600
+    assert "--durations" in config["addopts"], "the slowest tests must be printed every run"
+
+
+def test_devices_are_cpu_and_a_gpu_case_that_skips_only_without_cuda():
+    assert [param.values[0] for param in DEVICES] == ["cpu", "gpu"]
+    gpu_marks = {mark.name: mark for mark in DEVICES[1].marks}
+    assert "gpu" in gpu_marks
+    skip = gpu_marks["skipif"]
+    assert skip.args[0] is (not CUDA) and "CUDA" in skip.kwargs["reason"]
+    import torch
+
+    assert CUDA == torch.cuda.is_available()
+
+
+def test_python_is_3_11():
+    assert sys.version_info[:2] == (3, 11)

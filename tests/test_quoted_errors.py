@@ -1,0 +1,36 @@
+"""Quoted errors: every message a document quotes in an ```error block is raised by the installed library."""
+
+import importlib
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, leg_marks
+from docs import markdown_files, matches_quote, quoted_errors
+from quoted_errors import PRODUCERS
+
+# Importing a module registers its producers; composer producers import composer only when called.
+for module in sorted(Path(__file__).parent.glob("quoted_errors_*.py")):
+    importlib.import_module(module.stem)
+
+QUOTES = [pytest.param(error_id, quote, where, id=where, marks=leg_marks(REPO / where.split(":")[0]))
+          for path in markdown_files() for error_id, quote, where in quoted_errors(path)]
+
+
+@pytest.mark.parametrize(("error_id", "quote", "where"), QUOTES)
+def test_quoted_error_is_what_the_library_raises(error_id, quote, where, tmp_path):
+    assert error_id in PRODUCERS, f"{where}: no producer for error block {error_id!r} in tests/quoted_errors_*.py"
+    message = PRODUCERS[error_id](tmp_path)
+    assert matches_quote(quote, message), f"{where}: quoted\n  {quote}\nbut the library raised\n  {message}"
+
+
+def test_every_producer_is_quoted():
+    quoted_ids = {error_id for path in markdown_files() for error_id, _, _ in quoted_errors(path)}
+    assert set(PRODUCERS) <= quoted_ids, f"producers nobody quotes: {sorted(set(PRODUCERS) - quoted_ids)}"
+
+
+def test_quote_matching_can_fail():
+    message = "ValueError: The max_duration (3ba) is less than or equal to the elapsed training duration (3ba)."
+    assert matches_quote("ValueError: The max_duration ... elapsed training duration", message)
+    assert not matches_quote("ValueError: The max_duration ... is greater than", message)
+    assert not matches_quote("elapsed training duration ... The max_duration", message)
