@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 PIP_INSTALL = -m pip install --quiet --disable-pip-version-check
 PYTEST_ARGS ?=
 
-.PHONY: smoke test test-latest bench lock sync-contract clean
+.PHONY: smoke test test-latest bench lock sync-contract sync-inline-metadata check-latest package clean
 
 .venv/.installed: pyproject.toml constraints/default.txt
 	test -x .venv/bin/python || $(PYTHON) -m venv .venv
@@ -41,5 +41,17 @@ lock:
 sync-contract:
 	for dir in skills/*/scripts; do cp scripts/smoke_contract.py $$dir/smoke_contract.py; done
 
+## sync-inline-metadata: rewrite every skill script's PEP 723 header from constraints/default.txt
+sync-inline-metadata:
+	$(PYTHON) scripts/sync_inline_metadata.py
+
+## check-latest: the Transformers tests on the newest releases, in a throwaway venv (needs the network; not CI)
+check-latest: .venv-latest/.installed
+	.venv-latest/bin/python scripts/check_latest.py
+
+## package: dist/<skill>.zip per skill, reproducible, for upload to agent products
+package:
+	$(PYTHON) scripts/package_skills.py
+
 clean:
-	rm -rf .venv .venv-latest build *.egg-info
+	rm -rf .venv .venv-latest build dist *.egg-info

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import fcntl
 import json
 import os
 import subprocess
@@ -109,6 +111,21 @@ def run_command(command: list[str], tmp: Path, cwd: Path | None = None, env: dic
 
 def run_python(args: list[str], tmp: Path, **kwargs) -> ScriptResult:
     return run_command([sys.executable, *args], tmp, **kwargs)
+
+
+def run_once(tmp_path_factory, key: str, args: list[str], **kwargs) -> ScriptResult:
+    """Run ``python *args`` once per test session and share the result, also between pytest-xdist workers
+    (a module-scoped fixture alone runs once per worker). The run's scratch folder is ``<session>/<key>``."""
+    basetemp = tmp_path_factory.getbasetemp()
+    # Under xdist each worker's basetemp sits in one folder per session; without xdist basetemp is that folder.
+    shared = basetemp.parent if os.environ.get("PYTEST_XDIST_WORKER") else basetemp
+    folder, stored = shared / key, shared / f"{key}.json"
+    with open(shared / f"{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not stored.exists():
+            folder.mkdir(exist_ok=True)
+            stored.write_text(json.dumps(dataclasses.asdict(run_python(args, folder, **kwargs))))
+    return ScriptResult(**json.loads(stored.read_text()))
 
 
 @pytest.fixture

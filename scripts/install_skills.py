@@ -1,0 +1,297 @@
+#!/usr/bin/env python3
+"""Install this bundle's skills into the skills directories of the agents you use, list them, uninstall them.
+
+Where a skill goes (it lands as <dir>/<skill>/SKILL.md):
+  claude          ~/.claude/skills           Claude Code, personal
+  claude-project  <project>/.claude/skills   Claude Code, one project
+  agents          ~/.agents/skills           Codex CLI and other Agent Skills clients, personal
+  agents-project  <project>/.agents/skills   Codex CLI and other Agent Skills clients, one project
+
+--mode copy (default) copies the skill folder and writes a marker file (.training-skills-install.json)
+listing every file it installed; --mode link makes a symlink into this bundle, so a `git pull` updates it.
+Install refuses to replace a different skill of the same name (no marker, a symlink elsewhere, or a copy
+whose files were changed since it was installed) unless --force is given. Uninstall removes only what this
+script installed and leaves any other skill alone (saying so, with exit code 1). --invoke-only (Claude Code,
+copy mode) adds `disable-model-invocation: true` to the installed copy's SKILL.md so Claude loads the skill
+only when you invoke it by name (/composer-training); the bundle's own SKILL.md is never edited.
+
+example:
+  python scripts/install_skills.py install --agent claude --skill composer-training
+  python scripts/install_skills.py install --agent all --mode link --project ~/code/my-project
+  python scripts/install_skills.py list
+  python scripts/install_skills.py uninstall --agent claude
+
+exit codes:
+  0  done
+  1  a different skill of the same name is in the way: install changes nothing, uninstall removes the
+     rest and leaves that one alone
+  2  usage error (unknown skill or agent, a directory that does not exist, an option combination that
+     cannot work)
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+MARKER = ".training-skills-install.json"
+INSTALLED_BY = "training-skills scripts/install_skills.py"
+# agent -> (which root, skills directory under it)
+AGENTS = {
+    "claude": ("home", ".claude/skills"),
+    "claude-project": ("project", ".claude/skills"),
+    "agents": ("home", ".agents/skills"),
+    "agents-project": ("project", ".agents/skills"),
+}
+CLAUDE_AGENTS = {"claude", "claude-project"}
+# Build litter and editor files never belong in an installed skill.
+IGNORED = ("__pycache__", "*.pyc", "*.pyo", ".*")
+INVOKE_ONLY_KEY = "disable-model-invocation"
+
+
+class UsageError(Exception):
+    """Exit code 2."""
+
+
+class Refused(Exception):
+    """Exit code 1: something that is not ours is in the way. ``done`` lists what was done all the same."""
+
+    def __init__(self, message: str, done: list[str] = ()):
+        super().__init__(message)
+        self.done = list(done)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    def error(self, message: str):
+        raise UsageError(f"{message} (see --help)")
+
+
+def ignored(name: str) -> bool:
+    return any(fnmatch.fnmatch(name, pattern) for pattern in IGNORED)
+
+
+def skill_files(folder: Path) -> list[Path]:
+    """The files a skill consists of, relative to its folder, sorted; build litter and dotfiles left out."""
+    found = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(name for name in dirs if not ignored(name))
+        found += [Path(root, name).relative_to(folder) for name in files if not ignored(name)]
+    return sorted(found)
+
+
+def file_hashes(folder: Path) -> dict[str, str]:
+    return {path.as_posix(): hashlib.sha256((folder / path).read_bytes()).hexdigest() for path in skill_files(folder)}
+
+
+def bundle_skills(skills_dir: Path) -> dict[str, Path]:
+    return {path.parent.name: path.parent.resolve() for path in sorted(skills_dir.glob("*/SKILL.md"))}
+
+
+def skills_root(agent: str, home: Path, project: Path) -> Path:
+    root, relative = AGENTS[agent]
+    return (home if root == "home" else project) / relative
+
+
+def inspect_target(dest: Path, source: Path, skills_dir: Path) -> tuple[str, str]:
+    """(state, explanation). States: absent, link (ours), copy (ours), modified (ours, edited since),
+    source (this bundle's own folder), foreign (anything else)."""
+    if dest.is_symlink():
+        target = Path(os.path.realpath(dest))
+        if target == source:
+            return "link", f"symlink to {source}"
+        return "foreign", f"symlink to {os.readlink(dest)}, not to this bundle's {source.name}"
+    if not dest.exists():
+        return "absent", "not installed"
+    if dest.resolve() == source or skills_dir.resolve() in dest.resolve().parents:
+        return "source", "this bundle's own skill folder"
+    try:
+        marker = json.loads((dest / MARKER).read_text(encoding="utf-8"))
+        recorded = marker["files"] if marker.get("installed_by") == INSTALLED_BY else None
+    except (OSError, ValueError, KeyError, TypeError):
+        recorded = None
+    if not isinstance(recorded, dict):
+        return "foreign", "a skill this script did not install (no install marker)"
+    current = file_hashes(dest)
+    changed = sorted(name for name in set(recorded) | set(current) if recorded.get(name) != current.get(name))
+    if changed:
+        return "modified", f"installed by this script, but changed since: {', '.join(changed[:5])}"
+    mode = "copy, invoke-only" if marker.get("invoke_only") else "copy"
+    return "copy", f"{mode} of {marker.get('source', '?')}"
+
+
+def add_invoke_only(skill_md: Path) -> None:
+    """Add `disable-model-invocation: true` to a SKILL.md frontmatter (a Claude Code-only key)."""
+    text = skill_md.read_text(encoding="utf-8")
+    end = text.find("\n---", 3)
+    if not text.startswith("---") or end < 0:
+        raise UsageError(f"{skill_md} has no frontmatter block")
+    lines = [line for line in text[3:end].split("\n") if not line.startswith(f"{INVOKE_ONLY_KEY}:")]
+    skill_md.write_text("---" + "\n".join([*lines, f"{INVOKE_ONLY_KEY}: true"]) + text[end:], encoding="utf-8")
+
+
+def remove(dest: Path) -> None:
+    if dest.is_symlink() or dest.is_file():
+        dest.unlink()
+    else:
+        shutil.rmtree(dest)
+
+
+def install_one(source: Path, dest: Path, mode: str, invoke_only: bool) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if mode == "link":
+        if dest.is_symlink() or dest.exists():
+            remove(dest)
+        dest.symlink_to(source, target_is_directory=True)
+        return
+    # Build the copy beside the destination, then swap it in, so a failure never leaves half a skill.
+    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=dest.parent))
+    try:
+        copy = staging / dest.name
+        copy.mkdir()
+        for relative in skill_files(source):
+            (copy / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source / relative, copy / relative)
+        if invoke_only:
+            add_invoke_only(copy / "SKILL.md")
+        marker = {"installed_by": INSTALLED_BY, "skill": dest.name, "source": str(source), "mode": "copy",
+                  "invoke_only": invoke_only, "files": file_hashes(copy)}
+        (copy / MARKER).write_text(json.dumps(marker, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        if dest.is_symlink() or dest.exists():
+            remove(dest)
+        copy.rename(dest)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def selected(args, skills: dict[str, Path]) -> list[tuple[str, str, Path, Path]]:
+    """(agent, skill, source, destination) for every pair the arguments select."""
+    unknown = [name for name in args.skill or [] if name not in skills]
+    if unknown:
+        raise UsageError(f"unknown skill {unknown[0]!r}; this bundle has: {', '.join(skills) or 'none'}")
+    agents = list(AGENTS) if "all" in args.agent else list(dict.fromkeys(args.agent))
+    for root, label in ((args.home, "--home"), (args.project, "--project")):
+        if any(AGENTS[agent][0] == label[2:] for agent in agents) and not root.is_dir():
+            raise UsageError(f"{label} {str(root)!r} is not a directory")
+    names = args.skill or list(skills)
+    return [(agent, name, skills[name], skills_root(agent, args.home, args.project) / name)
+            for agent in agents for name in names]
+
+
+def command_install(args, skills: dict[str, Path]) -> list[str]:
+    pairs = selected(args, skills)
+    if args.invoke_only and args.mode == "link":
+        raise UsageError("--invoke-only edits the installed copy's SKILL.md and a symlink has no copy to edit "
+                         "(it would edit this bundle's source): use --mode copy")
+    not_claude = sorted({agent for agent, *_ in pairs} - CLAUDE_AGENTS)
+    if args.invoke_only and not_claude:
+        raise UsageError(f"--invoke-only adds a Claude Code-only key; {', '.join(not_claude)} would not honour it: "
+                         "use --agent claude or claude-project")
+    # Check every destination first, so a refusal changes nothing.
+    refusals = []
+    for agent, name, source, dest in pairs:
+        state, why = inspect_target(dest, source, args.skills_dir)
+        if state == "source" or (state in ("foreign", "modified") and not args.force):
+            hint = "" if state == "source" else "; pass --force to replace it"
+            refusals.append(f"{agent}: {dest} holds {why}{hint}")
+    if refusals:
+        raise Refused("refused, nothing changed: " + "; ".join(refusals))
+    done = []
+    for agent, name, source, dest in pairs:
+        state, _ = inspect_target(dest, source, args.skills_dir)
+        install_one(source, dest, args.mode, args.invoke_only)
+        verb = {"absent": "installed", "foreign": "replaced a different skill with"}.get(state, "updated")
+        extra = ", invoke-only" if args.invoke_only else ""
+        done.append(f"{agent}: {verb} {name} -> {dest} ({args.mode}{extra})")
+    return done
+
+
+def command_uninstall(args, skills: dict[str, Path]) -> list[str]:
+    """Remove every selected install of ours; anything else is left alone and makes the exit code 1."""
+    done, left_alone = [], []
+    for agent, name, source, dest in selected(args, skills):
+        state, why = inspect_target(dest, source, args.skills_dir)
+        if state in ("foreign", "source") or (state == "modified" and not args.force):
+            hint = " (pass --force to remove it anyway)" if state == "modified" else ""
+            left_alone.append(f"{agent}: {dest} holds {why}{hint}")
+        elif state == "absent":
+            done.append(f"{agent}: {name} was not installed at {dest}")
+        else:
+            remove(dest)
+            done.append(f"{agent}: removed {name} from {dest} ({state})")
+    if left_alone:
+        raise Refused("left alone: " + "; ".join(left_alone), done)
+    return done
+
+
+def command_list(args, skills: dict[str, Path]) -> list[dict]:
+    return [{"agent": agent, "skill": name, "path": str(dest), "state": state, "detail": why}
+            for agent, name, source, dest in selected(args, skills)
+            for state, why in [inspect_target(dest, source, args.skills_dir)]]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="install_skills.py", description=__doc__.split("\n\n")[0],
+                           epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+    for name, summary in (("install", "install skills"), ("uninstall", "remove skills this script installed"),
+                          ("list", "show what is installed where")):
+        command = commands.add_parser(name, help=summary, description=summary)
+        command.add_argument("--agent", action="append", choices=[*AGENTS, "all"],
+                             help="where to act (repeatable; default: claude, or all for list)")
+        command.add_argument("--skill", action="append", metavar="NAME",
+                             help="only this skill (repeatable; default: all)")
+        command.add_argument("--home", type=Path, default=Path.home(), help="home directory (default: yours)")
+        command.add_argument("--project", type=Path, default=Path.cwd(),
+                             help="project root for the *-project agents (default: the current directory)")
+        command.add_argument("--skills-dir", type=Path, default=REPO / "skills", help=argparse.SUPPRESS)
+        if name == "install":
+            command.add_argument("--mode", choices=["copy", "link"], default="copy", help="copy (default) or symlink")
+            command.add_argument("--invoke-only", action="store_true",
+                                 help="Claude Code, copy mode: load the skill only when invoked by name")
+        if name != "list":
+            command.add_argument("--force", action="store_true",
+                                 help="install: replace a different skill of the same name; "
+                                      "uninstall: remove a copy changed since it was installed")
+        else:
+            command.add_argument("--json", action="store_true", help="print the table as JSON")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        args.agent = args.agent or (["all"] if args.command == "list" else ["claude"])
+        args.skills_dir = args.skills_dir.resolve()
+        skills = bundle_skills(args.skills_dir)
+        if not skills:
+            raise UsageError(f"no skills under {args.skills_dir}")
+        if args.command == "list":
+            rows = command_list(args, skills)
+            if args.json:
+                print(json.dumps(rows, indent=2))
+            for row in [] if args.json else rows:
+                print(f"{row['agent']:<15} {row['skill']:<24} {row['state']:<9} {row['path']}  ({row['detail']})")
+            return 0
+        for line in (command_install if args.command == "install" else command_uninstall)(args, skills):
+            print(line)
+        return 0
+    except UsageError as exc:
+        print(f"install_skills.py: error: {exc}", file=sys.stderr)
+        return 2
+    except Refused as exc:
+        for line in exc.done:
+            print(line)
+        print(f"install_skills.py: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

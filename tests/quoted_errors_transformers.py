@@ -1,0 +1,260 @@
+"""Producers for the errors the transformers-training skill quotes: each makes the installed library raise it.
+
+They run in the pytest process with tiny models (the transformers import is paid once per worker); the two
+that depend on process-wide state run a child process instead: the Hub lookup of `evaluate.load` (offline
+variables are read at import) and bf16 without a GPU (CUDA must be hidden before torch loads).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from conftest import CUDA, run_python
+from quoted_errors import produces, raised
+
+
+def tiny_classifier(**config):
+    from transformers import AutoConfig, AutoModelForSequenceClassification
+
+    sizes = dict(vocab_size=16, hidden_size=8, num_hidden_layers=1, num_attention_heads=1, intermediate_size=8,
+                 max_position_embeddings=16, num_labels=2)
+    return AutoModelForSequenceClassification.from_config(AutoConfig.for_model("bert", **{**sizes, **config}))
+
+
+def rows(count: int = 8, length: int = 4) -> list[dict]:
+    import torch
+
+    generator = torch.Generator().manual_seed(0)
+    ids = torch.randint(1, 16, (count, length), generator=generator)
+    return [{"input_ids": row, "labels": index % 2} for index, row in enumerate(ids)]
+
+
+def arguments(tmp: Path, **extra):
+    from transformers import TrainingArguments
+
+    settings = dict(output_dir=str(tmp / "out"), per_device_train_batch_size=4, max_steps=2, report_to="none",
+                    use_cpu=True, save_strategy="no", disable_tqdm=True)
+    return TrainingArguments(**{**settings, **extra})
+
+
+def word_tokenizer(**special):
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(models.WordLevel({"[UNK]": 0, "</s>": 1, "a": 2, "b": 3, "c": 4}, unk_token="[UNK]"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]", **special)
+
+
+@produces("removed-training-argument")
+def _(tmp):
+    from transformers import TrainingArguments
+
+    return raised(lambda: TrainingArguments(output_dir=str(tmp), evaluation_strategy="steps"))
+
+
+@produces("trainer-tokenizer-keyword")
+def _(tmp):
+    from transformers import Trainer
+
+    return raised(lambda: Trainer(model=tiny_classifier(), args=arguments(tmp), tokenizer=None))
+
+
+@produces("load-best-strategies-differ")
+def _(tmp):
+    return raised(lambda: arguments(tmp, eval_strategy="steps", save_strategy="epoch", load_best_model_at_end=True))
+
+
+@produces("save-steps-not-multiple")
+def _(tmp):
+    return raised(lambda: arguments(tmp, eval_strategy="steps", eval_steps=10, save_strategy="steps", save_steps=15,
+                                    load_best_model_at_end=True))
+
+
+@produces("best-without-metric")
+def _(tmp):
+    from transformers import Trainer
+
+    return raised(lambda: Trainer(model=tiny_classifier(), args=arguments(tmp, save_strategy="best")))
+
+
+@produces("eval-strategy-without-dataset")
+def _(tmp):
+    from transformers import Trainer
+
+    return raised(lambda: Trainer(model=tiny_classifier(), args=arguments(tmp, eval_strategy="steps"),
+                                  train_dataset=rows()))
+
+
+@produces("metric-for-best-model-typo")
+def _(tmp):
+    from transformers import Trainer
+
+    def accuracy(prediction):
+        return {"accuracy": float((prediction.predictions.argmax(-1) == prediction.label_ids).mean())}
+
+    trainer = Trainer(model=tiny_classifier(), compute_metrics=accuracy, train_dataset=rows(), eval_dataset=rows(),
+                      args=arguments(tmp, eval_strategy="steps", eval_steps=1, save_strategy="steps", save_steps=1,
+                                     load_best_model_at_end=True, metric_for_best_model="eval_acc"))
+    return raised(trainer.train, KeyError)
+
+
+@produces("early-stopping-without-metric")
+def _(tmp):
+    from transformers import EarlyStoppingCallback, Trainer
+
+    trainer = Trainer(model=tiny_classifier(), args=arguments(tmp, eval_strategy="steps", eval_steps=1),
+                      train_dataset=rows(), eval_dataset=rows(), callbacks=[EarlyStoppingCallback()])
+    return raised(trainer.train, AssertionError)
+
+
+@produces("invalid-optimizer")
+def _(tmp):
+    return raised(lambda: arguments(tmp, optim="adamw_hf"))
+
+
+@produces("report-to-not-installed")
+def _(tmp):
+    from transformers import Trainer
+
+    return raised(lambda: Trainer(model=tiny_classifier(), args=arguments(tmp, report_to="wandb")))
+
+
+@produces("push-to-hub-at-init")
+def _(tmp):
+    import huggingface_hub.constants as hub_constants
+    from transformers import Trainer
+
+    saved_offline = hub_constants.HF_HUB_OFFLINE
+    hub_constants.HF_HUB_OFFLINE = True  # Hub offline mode: the request raises instead of leaving the machine
+    try:
+        return raised(lambda: Trainer(model=tiny_classifier(), args=arguments(tmp, push_to_hub=True,
+                                                                              hub_model_id="someone/tiny")))
+    finally:
+        hub_constants.HF_HUB_OFFLINE = saved_offline
+
+
+@produces("no-pad-token")
+def _(tmp):
+    from transformers import DataCollatorForLanguageModeling
+
+    tokenizer = word_tokenizer(eos_token="</s>")
+    collator = DataCollatorForLanguageModeling(tokenizer, mlm=False)
+    return raised(lambda: collator([tokenizer("a b c"), tokenizer("a")]))
+
+
+@produces("mlm-without-mask-token")
+def _(tmp):
+    from transformers import DataCollatorForLanguageModeling
+
+    tokenizer = word_tokenizer(eos_token="</s>", pad_token="</s>")
+    return raised(lambda: DataCollatorForLanguageModeling(tokenizer)([tokenizer("a b c")]))
+
+
+def text_dataset(label_column: str):
+    from datasets import Dataset
+
+    tokenizer = word_tokenizer(pad_token="[UNK]")
+    data = Dataset.from_dict({"text": ["a b", "c", "a c b", "b"], label_column: [0, 1, 0, 1]})
+    return tokenizer, data.map(lambda batch: tokenizer(batch["text"]), batched=True)
+
+
+@produces("no-loss-returned")
+def _(tmp):
+    from transformers import DataCollatorWithPadding, Trainer
+
+    tokenizer, data = text_dataset("target")
+    trainer = Trainer(model=tiny_classifier(), args=arguments(tmp), train_dataset=data,
+                      data_collator=DataCollatorWithPadding(tokenizer))
+    return raised(trainer.train)
+
+
+@produces("string-column-kept")
+def _(tmp):
+    from transformers import DataCollatorWithPadding, Trainer
+
+    tokenizer, data = text_dataset("label")
+    trainer = Trainer(model=tiny_classifier(), args=arguments(tmp, remove_unused_columns=False), train_dataset=data,
+                      data_collator=DataCollatorWithPadding(tokenizer))
+    return raised(trainer.train)
+
+
+@produces("no-checkpoint-in-output-dir")
+def _(tmp):
+    from transformers import Trainer
+
+    trainer = Trainer(model=tiny_classifier(), args=arguments(tmp), train_dataset=rows())
+    return raised(lambda: trainer.train(resume_from_checkpoint=True))
+
+
+@produces("no-checkpoint-at-path")
+def _(tmp):
+    from transformers import Trainer
+
+    trainer = Trainer(model=tiny_classifier(), args=arguments(tmp), train_dataset=rows())
+    return raised(lambda: trainer.train(resume_from_checkpoint=str(tmp / "checkpoint-500")))
+
+
+@produces("example-script-needs-newer-transformers")
+def _(tmp):
+    from transformers.utils import check_min_version
+
+    return raised(lambda: check_min_version("99.0.0.dev0"), ImportError)
+
+
+@produces("bf16-without-gpu")
+def _(tmp):
+    if not CUDA:
+        return raised(lambda: arguments(tmp, use_cpu=False, bf16=True))
+    code = ("from transformers import TrainingArguments\n"
+            "try:\n    TrainingArguments(output_dir='out', bf16=True)\n"
+            "except ValueError as exc:\n    print(f'ValueError: {exc}')\n")
+    return run_python(["-c", code], tmp, env={"CUDA_VISIBLE_DEVICES": ""}).stdout.strip()
+
+
+EVALUATE_PROBE = """
+import json, sys
+import evaluate
+result = {}
+try:
+    evaluate.load("accuracy")
+except Exception as exc:
+    result["hub_name"] = f"{type(exc).__name__}: {exc}"
+if len(sys.argv) > 1:
+    result["local"] = evaluate.load(sys.argv[1]).compute(predictions=[1, 0, 1, 1], references=[1, 1, 1, 0])
+print(json.dumps(result))
+"""
+METRIC_MODULE = Path(__file__).resolve().parent.parent / "skills/transformers-training/assets/accuracy_metric.py"
+OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1"}
+
+
+_evaluate_probes: dict[tuple, tuple[dict, list[str]]] = {}
+
+
+def evaluate_offline_probe(tmp: Path, env: dict | None = None) -> tuple[dict, list[str]]:
+    """Run `evaluate.load("accuracy")` and the local module in a guarded child: (results, network attempts).
+
+    One child per environment and pytest worker: the quoted-error gate and the evaluate tests share it."""
+    env = OFFLINE if env is None else env
+    key = tuple(sorted(env.items()))
+    if key not in _evaluate_probes:
+        result = run_python(["-c", EVALUATE_PROBE, str(METRIC_MODULE)], tmp, env=env)
+        assert result.returncode == 0, result.stderr[-2000:]
+        _evaluate_probes[key] = json.loads(result.stdout.strip().splitlines()[-1]), result.network_attempts
+    return _evaluate_probes[key]
+
+
+@produces("evaluate-hub-metric-offline")
+def _(tmp):
+    return evaluate_offline_probe(tmp)[0]["hub_name"]
+
+
+if __name__ == "__main__":  # print every message, to write or refresh the quotes
+    import tempfile
+
+    from quoted_errors import PRODUCERS
+
+    for error_id, producer in PRODUCERS.items():
+        print(f"{error_id}:\n  {producer(Path(tempfile.mkdtemp()))}", file=sys.stderr)

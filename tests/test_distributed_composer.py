@@ -1,0 +1,181 @@
+"""Distributed Composer: `composer -n N` and `torchrun` run real 2-rank DDP (gloo on CPU, NCCL on GPU) offline
+(composer-training/scripts/distributed_smoke.py, run once per device; tests read its checks); the `composer`
+launcher's output handling and the commands of references/distributed.md are what the docs say."""
+
+import dataclasses
+import json
+import shlex
+import sys
+
+import pytest
+
+from conftest import DEVICES, run_once, SKILLS_DIR, assert_one_line_error, run_python
+from docs import blocks
+
+pytestmark = pytest.mark.composer
+
+SCRIPT = SKILLS_DIR / "composer-training" / "scripts" / "distributed_smoke.py"
+DOC = SKILLS_DIR / "composer-training" / "references" / "distributed.md"
+LAUNCHERS = ["composer", "torchrun"]
+
+
+@pytest.fixture(scope="module", params=DEVICES)
+def smoke(request, tmp_path_factory):
+    return run_once(tmp_path_factory, f"distributed-composer-{request.param}", [str(SCRIPT), "--device", request.param, "--json"])
+
+
+def world_size(smoke) -> int:
+    if smoke.json["device"] == "cpu":
+        return 2
+    import torch
+
+    return torch.cuda.device_count()
+
+
+def test_every_check_passes_offline(smoke):
+    assert smoke.returncode == 0, smoke.stderr[-3000:]
+    assert smoke.json["ok"] is True
+    assert smoke.network_attempts == [], smoke.network_attempts
+    names = [check["name"] for check in smoke.json["checks"]]
+    for launcher in LAUNCHERS:
+        assert f"{launcher}.launch" in names, names
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_every_rank_ran_in_one_world(smoke, launcher):
+    ranks, world = smoke.check(f"{launcher}.ranks"), smoke.check(f"{launcher}.world_size")
+    assert ranks["ok"] and world["ok"], (ranks, world)
+    assert ranks["detail"] == f"got {list(range(world_size(smoke)))}, expected {list(range(world_size(smoke)))}"
+    if smoke.json["device"] == "cpu":
+        assert "[(2, 'gloo')]" in world["detail"]
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_timestamp_counts_global_samples_and_ranks_read_disjoint_shards(smoke, launcher):
+    samples, shards = smoke.check(f"{launcher}.global_samples"), smoke.check(f"{launcher}.sampler_shards")
+    assert samples["ok"] and shards["ok"], (samples, shards)
+    total = 3 * 4 * world_size(smoke)  # 3 batches of 4 per rank
+    assert samples["detail"] == f"got [(3, {total})], expected [(3, {total})]"
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_ranks_end_with_identical_trained_weights(smoke, launcher):
+    check = smoke.check(f"{launcher}.same_weights")
+    assert check["ok"], check
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_only_rank_zero_writes_the_checkpoint(smoke, launcher):
+    check = smoke.check(f"{launcher}.checkpoint_rank0_only")
+    assert check["ok"], check
+    assert "rank1" not in check["detail"] and "-rank0.pt'" in check["detail"]
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_output_of_every_rank_is_captured(smoke, launcher):
+    check = smoke.check(f"{launcher}.output_every_rank")
+    assert check["ok"], check
+
+
+def test_bad_launcher_is_a_usage_error_before_heavy_imports(tmp_path):
+    result = run_python([str(SCRIPT), "--launcher", "deepspeed"], tmp_path, timeout=30)
+    assert_one_line_error(result, 2, "--launcher")
+    assert_one_line_error(run_python([str(SCRIPT), "--timeout", "0"], tmp_path, timeout=30), 2, "--timeout")
+
+
+# ---------------------------------------------------------------- the `composer` launcher, run in-process on a tiny script
+
+ECHO = "import os, sys\nprint('rank', os.environ['RANK'], 'stdout')\nprint('rank', os.environ['RANK'], 'stderr', file=sys.stderr)\n"
+LAUNCH_ENV = ("RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "BASE_RANK", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT")
+
+
+@pytest.fixture
+def composer_cli(tmp_path, monkeypatch):
+    """``composer_cli(*argv)`` runs the `composer` launcher's main() in tmp_path, as `composer *argv` would."""
+    from composer.cli import launcher
+
+    (tmp_path / "echo.py").write_text(ECHO)
+    monkeypatch.chdir(tmp_path)
+    for name in LAUNCH_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+    def run(*argv: str) -> int:
+        monkeypatch.setattr(sys, "argv", ["composer", *argv])
+        return launcher.main()
+
+    return run
+
+
+def test_composer_launcher_keeps_only_rank_zero_output_by_default(composer_cli, capfd):
+    assert composer_cli("-n", "2", "echo.py") == 0
+    out, err = capfd.readouterr()
+    assert "rank 0 stdout" in out and "rank 0 stderr" in err
+    assert "rank 1" not in out + err, "rank 1 printed both lines, and neither may reach the console"
+
+
+def test_composer_stdout_pattern_alone_still_drops_stderr_and_files_are_appended(composer_cli, tmp_path, capfd):
+    assert composer_cli("-n", "2", "--stdout", "logs/rank{rank}.out", "echo.py") != 0, "logs/ does not exist yet"
+    (tmp_path / "logs").mkdir()
+    for _ in range(2):
+        assert composer_cli("-n", "2", "--stdout", "logs/rank{rank}.out", "echo.py") == 0
+    assert (tmp_path / "logs" / "rank1.out").read_text() == "rank 1 stdout\n" * 2, "appended, not truncated"
+    assert not (tmp_path / "logs" / "rank0.out").exists(), "local rank 0 always prints to the console"
+    out, err = capfd.readouterr()
+    assert "rank 1 stderr" not in out + err
+    assert composer_cli("-n", "2", "--stdout", "logs/rank{rank}.out", "--stderr", "logs/rank{rank}.err", "echo.py") == 0
+    assert (tmp_path / "logs" / "rank1.err").read_text() == "rank 1 stderr\n"
+
+
+def test_composer_launcher_defaults_to_one_process_without_gpus(monkeypatch):
+    import torch
+    from composer.cli import launcher
+
+    for name in LAUNCH_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    monkeypatch.setattr(sys, "argv", ["composer", "train.py"])
+    assert launcher._parse_args().nproc == max(1, torch.cuda.device_count())
+
+
+# ---------------------------------------------------------------- the commands references/distributed.md shows
+
+def launcher_commands(doc) -> list[list[str]]:
+    """Every `composer ...` and `torchrun ...` line of the document's bash blocks, run here or not."""
+    commands = []
+    for block in blocks(doc):
+        if block.language == "bash":
+            for line in block.source.replace("\\\n", " ").splitlines():
+                words = shlex.split(line, comments=True)
+                if words and words[0] in ("composer", "torchrun"):
+                    commands.append(words)
+    return commands
+
+
+def test_every_documented_launch_command_parses_with_the_installed_launchers(monkeypatch):
+    from composer.cli import launcher
+    from torch.distributed.run import config_from_args, parse_args
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # config_from_args would set it otherwise
+    for name in LAUNCH_ENV:
+        monkeypatch.delenv(name, raising=False)
+    commands = launcher_commands(DOC)
+    multi_node = [words for words in commands if "--node_rank" in words]
+    assert {words[0] for words in multi_node} == {"composer", "torchrun"}, "both launchers' multi-node forms"
+    for words in commands:
+        if words[0] == "composer":
+            monkeypatch.setattr(sys, "argv", words)
+            args = launcher._parse_args()  # also applies the launcher's multi-node rules
+            assert args.training_script == "train_ddp.py", words
+        else:
+            config, _, script_args = config_from_args(parse_args(words[1:]))
+            assert script_args[-2] == "train_ddp.py", words
+            if "--node_rank" in words:
+                assert config.min_nodes == config.max_nodes == 2
+
+
+def test_fsdp_config_accepts_misspelt_keys_silently():
+    from composer.utils.parallelism import FSDPConfig
+
+    config = FSDPConfig(sharding_stratgey="SHARD_GRAD_OP")  # misspelt on purpose: no error
+    assert config.sharding_strategy == "FULL_SHARD"
+    assert "sharding_stratgey" not in {field.name for field in dataclasses.fields(FSDPConfig)}

@@ -1,0 +1,230 @@
+"""Distributed Transformers: `torchrun` and `accelerate launch` run real 2-rank Trainer DDP (gloo on CPU, NCCL on GPU)
+offline, and the DDP loss scaling is real (transformers-training/scripts/distributed_smoke.py, run once per device;
+tests read its checks); the `accelerate launch --cpu` trap, the saved accelerate config, the DeepSpeed config and the
+launch commands of references/distributed-training.md are what the docs say. Runs in both legs."""
+
+import json
+import math
+import re
+import shlex
+
+import pytest
+
+from conftest import DEVICES, run_once, GUARD_DIR, SKILLS_DIR, assert_one_line_error, run_python
+from docs import blocks
+
+SCRIPT = SKILLS_DIR / "transformers-training" / "scripts" / "distributed_smoke.py"
+DOC = SKILLS_DIR / "transformers-training" / "references" / "distributed-training.md"
+LAUNCHERS = ["torchrun", "accelerate"]
+
+
+@pytest.fixture(scope="module", params=DEVICES)
+def smoke(request, tmp_path_factory):
+    return run_once(tmp_path_factory, f"distributed-transformers-{request.param}", [str(SCRIPT), "--device", request.param, "--json"])
+
+
+def world_size(smoke) -> int:
+    if smoke.json["device"] == "cpu":
+        return 2
+    import torch
+
+    return torch.cuda.device_count()
+
+
+def ratio(detail: str) -> float:
+    """The 'N.NNN x' factor a loss check reports."""
+    return float(re.search(r"= (\d+\.\d+) x", detail).group(1))
+
+
+def test_every_check_passes_offline(smoke):
+    assert smoke.returncode == 0, smoke.stderr[-3000:]
+    assert smoke.json["ok"] is True
+    assert smoke.network_attempts == [], smoke.network_attempts
+    names = [check["name"] for check in smoke.json["checks"]]
+    for launcher in LAUNCHERS:
+        assert f"{launcher}.launch" in names, names
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_every_rank_ran_in_one_world(smoke, launcher):
+    ranks, world = smoke.check(f"{launcher}.ranks"), smoke.check(f"{launcher}.world_size")
+    assert ranks["ok"] and world["ok"], (ranks, world)
+    assert ranks["detail"] == f"got {list(range(world_size(smoke)))}, expected {list(range(world_size(smoke)))}"
+    if smoke.json["device"] == "cpu":
+        assert "[(2, 'gloo')]" in world["detail"]
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_global_batch_is_per_device_batch_times_ranks(smoke, launcher):
+    check = smoke.check(f"{launcher}.global_samples")
+    assert check["ok"], check
+    total = 3 * 8 * world_size(smoke)  # 3 steps, 8 per rank
+    assert check["detail"].startswith(f"[3] optimizer steps; {total} samples read by {world_size(smoke)} ranks")
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_ranks_end_with_identical_trained_weights(smoke, launcher):
+    check = smoke.check(f"{launcher}.same_weights")
+    assert check["ok"], check
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_checkpoint_is_written_once_with_one_rng_state_per_rank(smoke, launcher):
+    check = smoke.check(f"{launcher}.checkpoint_written_once")
+    assert check["ok"], check
+    assert "ranks with should_save: [0]" in check["detail"]
+    if world_size(smoke) == 2:
+        assert "'rng_state_0.pth', 'rng_state_1.pth'" in check["detail"]
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_sequence_classification_loss_is_scaled_by_rank_count_until_fixed(smoke, launcher):
+    shipped = smoke.check(f"{launcher}.loss_scaled_by_ranks_as_shipped")
+    fixed = smoke.check(f"{launcher}.loss_fixed_by_accepts_loss_kwargs_false")
+    assert shipped["ok"] and fixed["ok"], (shipped, fixed)
+    tolerance = 0.05 if smoke.json["device"] == "gpu" else 1e-3
+    assert math.isclose(ratio(shipped["detail"]), world_size(smoke), rel_tol=tolerance), shipped
+    gradient = float(re.search(r"gradient norm (\d+\.\d+) x", shipped["detail"]).group(1))
+    assert math.isclose(gradient, world_size(smoke), rel_tol=tolerance), shipped
+    assert math.isclose(ratio(fixed["detail"]), 1.0, rel_tol=tolerance), fixed
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_output_of_every_rank_is_captured(smoke, launcher):
+    check = smoke.check(f"{launcher}.output_every_rank")
+    assert check["ok"], check
+
+
+def test_bad_launcher_is_a_usage_error_before_heavy_imports(tmp_path):
+    result = run_python([str(SCRIPT), "--launcher", "deepspeed"], tmp_path, timeout=30)
+    assert_one_line_error(result, 2, "--launcher")
+    assert_one_line_error(run_python([str(SCRIPT), "--timeout", "0"], tmp_path, timeout=30), 2, "--timeout")
+
+
+# ---------------------------------------------------------------- accelerate launch, in-process on tiny scripts
+
+PROBE = """import json, os, sys
+from accelerate import PartialState
+state = PartialState()
+with open(sys.argv[1], "a") as ran:
+    ran.write(json.dumps({"num_processes": state.num_processes, "WORLD_SIZE": os.environ.get("WORLD_SIZE")}) + "\\n")
+"""
+ONE_NODE = ["--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
+
+
+@pytest.fixture
+def accelerate_launch(tmp_path, monkeypatch):
+    """accelerate's own `launch` module, with no saved `accelerate config` file in the way."""
+    import accelerate.commands.config.config_args as saved_config
+    import accelerate.commands.launch as launch
+
+    for module in (launch, saved_config):
+        monkeypatch.setattr(module, "default_config_file", str(tmp_path / "default_config.yaml"))
+    return launch
+
+
+def test_accelerate_launch_cpu_with_two_processes_starts_one(accelerate_launch, tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(GUARD_DIR))  # the child runs under the offline guard
+    monkeypatch.setenv("OFFLINE_GUARD_LOG", str(tmp_path / "network-attempts.log"))
+    (tmp_path / "probe.py").write_text(PROBE)
+    ran = tmp_path / "ran.jsonl"
+    args = accelerate_launch.launch_command_parser().parse_args(
+        ["--cpu", "--num_processes", "2", *ONE_NODE, str(tmp_path / "probe.py"), str(ran)])
+    accelerate_launch.launch_command(args)
+    processes = [json.loads(line) for line in ran.read_text().splitlines()]
+    assert processes == [{"num_processes": 1, "WORLD_SIZE": None}], "one ordinary process, not two ranks"
+    assert not (tmp_path / "network-attempts.log").exists()
+    assert "--mpirun_hostfile" in accelerate_launch.launch_command_parser()._option_string_actions  # the MPI route
+
+
+def test_saved_accelerate_config_is_read_and_flags_win(accelerate_launch, tmp_path):
+    saved = tmp_path / "default_config.yaml"  # where the fixture points accelerate
+    saved.write_text("compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nnum_machines: 1\n"
+                     "num_processes: 2\nmixed_precision: 'no'\n")
+    parser = accelerate_launch.launch_command_parser()
+    args, _, _ = accelerate_launch._validate_launch_command(parser.parse_args(["train.py"]))
+    assert (args.multi_gpu, args.num_processes) == (True, 2)
+    args, _, _ = accelerate_launch._validate_launch_command(parser.parse_args(["--num_processes", "3", "train.py"]))
+    assert args.num_processes == 3
+
+
+# ---------------------------------------------------------------- what references/distributed-training.md shows
+
+def launch_commands(doc) -> list[list[str]]:
+    """Every `torchrun ...` and `accelerate launch ...` line of the document's bash blocks, run here or not."""
+    commands = []
+    for block in blocks(doc):
+        if block.language == "bash":
+            for line in block.source.replace("\\\n", " ").splitlines():
+                words = shlex.split(line, comments=True)
+                if words and words[0] in ("torchrun", "accelerate"):
+                    commands.append(words[:words.index("|")] if "|" in words else words)
+    return commands
+
+
+def test_every_documented_launch_command_parses_with_the_installed_launchers(accelerate_launch, monkeypatch):
+    from torch.distributed.run import config_from_args, parse_args
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # config_from_args would set it otherwise
+    commands = launch_commands(DOC)
+    multi_node = [words[0] for words in commands if "--node_rank" in words or "--machine_rank" in words]
+    assert sorted(multi_node) == ["accelerate", "torchrun"], "both launchers' multi-node forms"
+    for words in commands:
+        if words[0] == "torchrun":
+            config, _, script_args = config_from_args(parse_args(words[1:]))
+            assert script_args[1].startswith("train_"), words
+            assert config.min_nodes == config.max_nodes == (2 if "--node_rank" in words else 1), words
+        else:
+            assert words[1] == "launch", words
+            args, _, _ = accelerate_launch._validate_launch_command(
+                accelerate_launch.launch_command_parser().parse_args(words[2:]))
+            assert args.training_script.startswith("train_") and args.multi_gpu, words
+
+
+def test_documented_deepspeed_config_gets_every_auto_from_training_arguments(tmp_path, monkeypatch):
+    """As far as it goes without DeepSpeed: the Trainer's own code fills the doc's "auto" values."""
+    from transformers import TrainingArguments
+    from transformers.integrations import deepspeed as hf_deepspeed
+
+    block = next(block for block in blocks(DOC) if block.language == "python" and "ds_config = {" in block.source)
+    monkeypatch.chdir(tmp_path)
+    namespace = {"TrainingArguments": TrainingArguments}  # the doc imported it in an earlier block
+    exec(compile(block.source, block.where, "exec"), namespace)  # noqa: S102 - the documented block itself
+    # Without DeepSpeed, transformers' config class has a placeholder base; with it, the base is accelerate's reader.
+    # Rebuild that class and skip only the install check: the "auto" filling is the Trainer's own code.
+    from accelerate.utils.deepspeed import HfDeepSpeedConfig
+
+    class TrainerDeepSpeedConfig(hf_deepspeed.HfTrainerDeepSpeedConfig, HfDeepSpeedConfig):
+        pass
+
+    monkeypatch.setattr(hf_deepspeed, "dep_version_check", lambda requirement: None)
+    config = TrainerDeepSpeedConfig(namespace["ds_config"])
+    try:
+        args = TrainingArguments(output_dir=str(tmp_path), per_device_train_batch_size=4,
+                                 gradient_accumulation_steps=8, bf16=True, use_cpu=True, report_to="none")
+        config.trainer_config_process(args)
+        assert '"auto"' not in json.dumps(config.config) and config.mismatches == []
+        assert config.config["train_batch_size"] == 4 * 8 * args.world_size
+        assert config.config["bf16"]["enabled"] is True
+        assert config.config["optimizer"]["params"]["lr"] == args.learning_rate
+        pinned = TrainerDeepSpeedConfig({**namespace["ds_config"], "train_micro_batch_size_per_gpu": 16})
+        pinned.trainer_config_process(args)
+        assert pinned.mismatches == ["- ds train_micro_batch_size_per_gpu=16 vs hf per_device_train_batch_size=4"]
+    finally:
+        hf_deepspeed.unset_hf_deepspeed_config()
+
+
+def test_auto_find_batch_size_retries_at_ninety_percent_after_out_of_memory():
+    """The wrapper Trainer.train puts around its loop when auto_find_batch_size=True."""
+    from transformers.trainer_utils import find_executable_batch_size
+
+    tried = []
+
+    def inner_training_loop(batch_size):
+        tried.append(batch_size)
+        if batch_size > 6:
+            raise RuntimeError("CUDA out of memory.")
+        return batch_size
+
+    assert find_executable_batch_size(inner_training_loop, 8, auto_find_batch_size=True)() == 6
+    assert tried == [8, 7, 6]

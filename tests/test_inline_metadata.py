@@ -1,0 +1,41 @@
+"""PEP 723 headers: every skill script declares its dependencies with the tested pins, so `uv run` works."""
+
+import re
+import tomllib
+
+import pytest
+
+import sys
+
+from conftest import REPO, run_python
+from test_compatibility import SKILL_PACKAGES, pins
+
+sys.path.insert(0, str(REPO / "scripts"))
+from sync_inline_metadata import skill_scripts  # noqa: E402
+
+SCRIPTS = skill_scripts()  # every skill script but env_check.py and the contract module
+# The regular expression PEP 723 gives for reading the block.
+PEP_723 = re.compile(r"(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P<content>(^#(| .*)$\s)+)^# ///$")
+
+
+def inline_metadata(script):
+    blocks = [match for match in PEP_723.finditer(script.read_text()) if match["type"] == "script"]
+    assert len(blocks) == 1, f"{script}: expected one '# /// script' block, found {len(blocks)}"
+    content = "".join(line[2:] if line.startswith("# ") else line[1:]
+                      for line in blocks[0]["content"].splitlines(keepends=True))
+    return tomllib.loads(content)
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda path: f"{path.parts[-3]}/{path.name}")
+def test_header_pins_the_tested_versions(script):
+    metadata = inline_metadata(script)
+    assert metadata["requires-python"] == ">=3.11"
+    declared = dict(dependency.split("==") for dependency in metadata["dependencies"])
+    assert set(declared) == set(SKILL_PACKAGES[script.parts[-3]])
+    default = pins("default")
+    assert declared == {name: default[name] for name in declared}
+
+
+def test_sync_tool_reports_nothing_stale(tmp_path):
+    result = run_python([str(REPO / "scripts" / "sync_inline_metadata.py"), "--check"], tmp_path)
+    assert result.returncode == 0, result.stderr

@@ -1,0 +1,195 @@
+"""scripts/install_skills.py: install, list and uninstall the skills in temporary agent homes and projects, and
+never overwrite or remove a skill that the script did not install."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import skills_ref
+from skills_ref.parser import parse_frontmatter
+
+from conftest import REPO, SKILLS_DIR, run_python, skill_dirs
+
+SCRIPT = REPO / "scripts" / "install_skills.py"
+spec = importlib.util.spec_from_file_location("install_skills", SCRIPT)
+installer = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(installer)
+
+SKILLS = [path.name for path in skill_dirs()]
+ROOTS = {"claude": "home/.claude/skills", "claude-project": "project/.claude/skills",
+         "agents": "home/.agents/skills", "agents-project": "project/.agents/skills"}
+
+
+@pytest.fixture
+def places(tmp_path):
+    (tmp_path / "home").mkdir()
+    (tmp_path / "project").mkdir()
+    return tmp_path
+
+
+@pytest.fixture
+def cli(places, capsys):
+    """cli("install", "--agent", "claude", ...) -> (exit code, stdout, stderr) in the temporary home and project."""
+
+    def run(command: str, *args: str, skills_dir=SKILLS_DIR):
+        code = installer.main([command, "--home", str(places / "home"), "--project", str(places / "project"),
+                               "--skills-dir", str(skills_dir), *args])
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    return run
+
+
+def tree_digest(folder) -> dict[str, str]:
+    return {str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
+            for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def states(cli, *args: str) -> dict[tuple[str, str], str]:
+    code, out, _ = cli("list", "--json", *args)
+    assert code == 0
+    return {(row["agent"], row["skill"]): row["state"] for row in json.loads(out)}
+
+
+def assert_refused(result, code: int, fragment: str):
+    exit_code, _, err = result
+    assert exit_code == code, err
+    lines = [line for line in err.splitlines() if ": error: " in line]
+    assert len(lines) == 1 and fragment in lines[0], err
+
+
+def test_the_bundle_has_skills_to_install():
+    assert set(SKILLS) == {"composer-training", "transformers-training"}
+
+
+def test_copy_into_every_agent_then_uninstall(cli, places):
+    code, out, err = cli("install", "--agent", "all")
+    assert code == 0, err
+    assert len(out.splitlines()) == len(ROOTS) * len(SKILLS)
+    for root in ROOTS.values():
+        for skill in SKILLS:
+            installed = places / root / skill
+            source_files = tree_digest(SKILLS_DIR / skill)
+            copied = tree_digest(installed)
+            assert copied.pop(installer.MARKER)
+            assert copied == {name: digest for name, digest in source_files.items()
+                              if not any(installer.ignored(part) for part in Path(name).parts)}
+            assert skills_ref.validate(installed) == [], "an installed copy is still a valid skill"
+    assert set(states(cli).values()) == {"copy"}
+
+    code, out, err = cli("uninstall", "--agent", "all")
+    assert code == 0, err
+    assert set(states(cli).values()) == {"absent"}
+    assert all((places / root).is_dir() and not any((places / root).iterdir()) for root in ROOTS.values())
+
+
+def test_link_mode_points_into_the_bundle_and_uninstall_removes_only_the_link(cli, places):
+    before = tree_digest(SKILLS_DIR / SKILLS[0])
+    assert cli("install", "--agent", "agents", "--mode", "link", "--skill", SKILLS[0])[0] == 0
+    link = places / ROOTS["agents"] / SKILLS[0]
+    assert link.is_symlink() and link.resolve() == (SKILLS_DIR / SKILLS[0]).resolve()
+    assert states(cli, "--agent", "agents")[("agents", SKILLS[0])] == "link"
+    assert cli("uninstall", "--agent", "agents", "--skill", SKILLS[0])[0] == 0
+    assert not link.exists() and not link.is_symlink()
+    assert tree_digest(SKILLS_DIR / SKILLS[0]) == before, "uninstalling a link leaves the bundle alone"
+
+
+def test_a_different_skill_of_the_same_name_is_never_overwritten_or_removed(cli, places):
+    foreign = places / ROOTS["claude"] / SKILLS[0]
+    foreign.mkdir(parents=True)
+    (foreign / "SKILL.md").write_text("---\nname: mine\ndescription: someone else's\n---\n")
+    assert_refused(cli("install", "--agent", "claude"), 1, "pass --force to replace it")
+    assert (foreign / "SKILL.md").read_text().startswith("---\nname: mine")
+    assert not (places / ROOTS["claude"] / SKILLS[1]).exists(), "a refusal changes nothing, not even other skills"
+
+    assert cli("install", "--agent", "claude", "--skill", SKILLS[1])[0] == 0, "no conflict for the other skill"
+    result = cli("uninstall", "--agent", "claude", "--force")
+    assert_refused(result, 1, "left alone: claude: ")
+    assert "did not install" in result[2] and f"removed {SKILLS[1]}" in result[1]
+    assert (foreign / "SKILL.md").exists() and not (places / ROOTS["claude"] / SKILLS[1]).exists(), \
+        "uninstall removes what it installed and never the foreign skill, even with --force"
+
+    elsewhere = places / ROOTS["claude-project"] / SKILLS[0]
+    elsewhere.parent.mkdir(parents=True)
+    elsewhere.symlink_to(places / "home", target_is_directory=True)
+    assert_refused(cli("install", "--agent", "claude-project"), 1, "symlink to")
+    assert_refused(cli("uninstall", "--agent", "claude-project"), 1, "symlink to")
+    assert elsewhere.is_symlink()
+
+    code, out, err = cli("install", "--agent", "claude", "--force")
+    assert code == 0 and "replaced a different skill" in out, err
+    assert states(cli, "--agent", "claude")[("claude", SKILLS[0])] == "copy"
+
+
+def test_a_copy_edited_since_install_is_kept_unless_forced(cli, places):
+    assert cli("install", "--agent", "claude", "--skill", SKILLS[0])[0] == 0
+    installed = places / ROOTS["claude"] / SKILLS[0]
+    (installed / "SKILL.md").write_text((installed / "SKILL.md").read_text() + "\nmy note\n")
+    assert states(cli, "--agent", "claude")[("claude", SKILLS[0])] == "modified"
+    assert_refused(cli("uninstall", "--agent", "claude", "--skill", SKILLS[0]), 1, "changed since: SKILL.md")
+    assert_refused(cli("install", "--agent", "claude", "--skill", SKILLS[0]), 1, "changed since: SKILL.md")
+    assert "my note" in (installed / "SKILL.md").read_text()
+    assert cli("uninstall", "--agent", "claude", "--skill", SKILLS[0], "--force")[0] == 0
+    assert not installed.exists()
+
+
+def test_reinstalling_our_own_install_updates_it(cli, places):
+    assert cli("install", "--agent", "claude", "--skill", SKILLS[1])[0] == 0
+    code, out, _ = cli("install", "--agent", "claude", "--skill", SKILLS[1], "--mode", "link")
+    assert code == 0 and "updated" in out
+    assert (places / ROOTS["claude"] / SKILLS[1]).is_symlink()
+
+
+def test_invoke_only_marks_the_copy_and_never_the_source(cli, places):
+    source = SKILLS_DIR / SKILLS[0] / "SKILL.md"
+    source_bytes = source.read_bytes()
+    code, out, err = cli("install", "--agent", "claude-project", "--skill", SKILLS[0], "--invoke-only")
+    assert code == 0 and "invoke-only" in out, err
+    copy = places / ROOTS["claude-project"] / SKILLS[0] / "SKILL.md"
+    copied_frontmatter, copied_body = parse_frontmatter(copy.read_text())
+    source_frontmatter, source_body = parse_frontmatter(source_bytes.decode())
+    assert copied_frontmatter.pop("disable-model-invocation") == "true"
+    assert copied_frontmatter == source_frontmatter and copied_body == source_body
+    assert source.read_bytes() == source_bytes
+    # The key is Claude Code's, not the Agent Skills spec's: that is why only the installed copy carries it.
+    assert any("disable-model-invocation" in error for error in skills_ref.validate(copy.parent))
+    assert states(cli, "--agent", "claude-project")[("claude-project", SKILLS[0])] == "copy"
+
+
+def test_invoke_only_refuses_a_symlink_and_agents_that_ignore_it(cli, places):
+    assert_refused(cli("install", "--agent", "claude", "--mode", "link", "--invoke-only"), 2, "use --mode copy")
+    assert_refused(cli("install", "--agent", "agents", "--invoke-only"), 2, "Claude Code-only key")
+    assert not (places / "home" / ".claude").exists() and not (places / "home" / ".agents").exists()
+
+
+def test_the_bundle_source_itself_is_never_replaced(cli, places, tmp_path):
+    bundle = tmp_path / "bundle-skills"
+    shutil.copytree(SKILLS_DIR, bundle, ignore=shutil.ignore_patterns("__pycache__"))
+    before = tree_digest(bundle)
+    (places / "home" / ".claude").mkdir()
+    (places / "home" / ".claude" / "skills").symlink_to(bundle, target_is_directory=True)
+    assert_refused(cli("install", "--agent", "claude", "--force", skills_dir=bundle), 1, "own skill folder")
+    assert_refused(cli("uninstall", "--agent", "claude", "--force", skills_dir=bundle), 1, "own skill folder")
+    assert tree_digest(bundle) == before
+
+
+def test_usage_errors_are_one_line(cli, places):
+    assert_refused(cli("install", "--skill", "no-such-skill"), 2, "unknown skill 'no-such-skill'")
+    assert_refused(cli("install", "--agent", "cursor"), 2, "invalid choice")
+    code = installer.main(["install", "--home", str(places / "missing")])
+    assert code == 2
+
+
+def test_as_a_command_it_installs_into_HOME(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    helped = run_python([str(SCRIPT), "--help"], tmp_path)
+    assert helped.returncode == 0 and "example:\n  python scripts/install_skills.py install" in helped.stdout
+    installed = run_python([str(SCRIPT), "install", "--skill", SKILLS[1]], tmp_path, env={"HOME": str(home)})
+    assert installed.returncode == 0, installed.stderr
+    assert (home / ".claude" / "skills" / SKILLS[1] / "SKILL.md").is_file()

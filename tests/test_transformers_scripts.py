@@ -1,0 +1,151 @@
+"""The transformers-training smoke scripts. Each runs once per device, in ONE test that reads its JSON check by
+check (tests spread over xdist workers would each start the script again); bad inputs get the contracted exit
+code and one line. tests/test_contract.py covers --help and the contract flags."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import sys
+
+import pytest
+
+from conftest import DEVICES, SKILLS_DIR, assert_one_line_error
+
+SCRIPTS = SKILLS_DIR / "transformers-training" / "scripts"
+TRAIN, CHECKPOINT, ARGS = SCRIPTS / "train_smoke.py", SCRIPTS / "checkpoint_smoke.py", SCRIPTS / "training_args_smoke.py"
+SEED_EXAMPLE = ["--output_dir", "outputs/smoke", "--per_device_train_batch_size", "2", "--per_device_eval_batch_size",
+                "2", "--eval_strategy", "steps", "--eval_steps", "50", "--save_strategy", "steps", "--save_steps",
+                "100", "--load_best_model_at_end", "--metric_for_best_model", "eval_loss", "--report_to", "none"]
+TRAIN_CHECKS = [f"{task}.{name}" for task, names in {
+    "text-classification": ["metric.local_module", "train.global_step", "train.loss_finite", "eval.accuracy",
+                            "predict.logits_shape"],
+    "causal-lm": ["train.global_step", "train.loss_finite", "eval.perplexity", "predict.logits_last_dim"],
+    "seq2seq": ["train.global_step", "train.loss_finite", "eval.exact_match", "predict.generated"],
+}.items() for name in names] + ["offline.nothing_downloaded"]
+CHECKPOINT_CHECKS = ["straight.checkpoints", "checkpoint.contents", "save_model.contents",
+                     "resume.by_path.bitwise_equal", "resume.latest.steps_run", "resume.latest.bitwise_equal",
+                     "resume.larger_max_steps.first_learning_rate", "best.checkpoint", "best.loaded_at_end",
+                     "best.only_best_kept_with_save_total_limit_1"]
+
+
+def assert_all_checks_pass(result, expected_names: list[str]) -> dict:
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.network_attempts == [], result.network_attempts
+    summary = result.json
+    assert summary["ok"] and summary["exit_code"] == 0
+    assert [check["name"] for check in summary["checks"]] == expected_names
+    failed = [check for check in summary["checks"] if not check["ok"]]
+    assert not failed, failed
+    return summary
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_train_smoke(run_script, device):
+    result = run_script(TRAIN, "--device", device, "--json")
+    summary = assert_all_checks_pass(result, TRAIN_CHECKS)
+    assert summary["device"] == device
+    for name in ("transformers", "torch", "datasets", "evaluate"):
+        assert summary["versions"][name] == importlib.metadata.version(name)
+    # The metric went through the real evaluate API, loaded from the local module file.
+    assert result.check("text-classification.metric.local_module")["detail"] == "evaluate module 'accuracy_metric'"
+    assert "eval_accuracy" in result.check("text-classification.eval.accuracy")["detail"]
+    assert result.check("causal-lm.train.global_step")["detail"] == "got 4, expected 4"
+    # Seq2SeqTrainer pads generated ids to generation_config.max_length (20), not to generation_max_length (12).
+    generated = result.check("seq2seq.predict.generated")["detail"]
+    assert generated["generation_max_length"] == 12
+    assert generated["shape"][1] == generated["generation_config.max_length"] == 20, generated
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_checkpoint_smoke(run_script, device):
+    result = run_script(CHECKPOINT, "--device", device, "--json")
+    assert_all_checks_pass(result, CHECKPOINT_CHECKS)
+    contents = result.check("checkpoint.contents")["detail"]
+    for name in ("config.json", "generation_config.json", "model.safetensors", "optimizer.pt", "scheduler.pt",
+                 "rng_state.pth", "trainer_state.json", "training_args.bin", "tokenizer.json"):
+        assert name in contents, contents
+    for name in ("resume.by_path.bitwise_equal", "resume.latest.bitwise_equal"):
+        assert result.check(name)["detail"] == "0 tensors differ from the straight run"
+    assert result.check("resume.larger_max_steps.first_learning_rate")["detail"] == "got 0.0, expected 0.0"
+    assert result.check("best.only_best_kept_with_save_total_limit_1")["detail"] == \
+        "got ['checkpoint-4'], expected ['checkpoint-4']"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_training_args_smoke_seed_example_decides_and_writes_nothing(run_script, tmp_path, device):
+    work = tmp_path / "work"
+    work.mkdir()
+    result = run_script(ARGS, *SEED_EXAMPLE, "--device", device, "--json", cwd=work)
+    assert_all_checks_pass(result, ["training_arguments", "report_to.installed", "trainer_init"])
+    decisions = result.check("training_arguments")["detail"]
+    assert decisions["eval_strategy"] == "steps" and decisions["eval_steps"] == 50
+    assert decisions["save_strategy"] == "steps" and decisions["save_steps"] == 100
+    assert decisions["load_best_model_at_end"] is True
+    assert decisions["metric_for_best_model"] == "eval_loss" and decisions["greater_is_better"] is False
+    assert decisions["report_to"] == [] and decisions["effective_train_batch_size"] == 2
+    assert decisions["precision"] == "fp32" and decisions["notices"] == []
+    assert list(work.iterdir()) == [], "the smoke created files (output_dir?) in the working directory"
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--save_strategy", "best"], "`args.metric_for_best_model` must be provided when using 'best' save_strategy"),
+    (["--eval_strategy", "epoch", "--no-eval-dataset"], "but you didn't pass an `eval_dataset` to `Trainer`"),
+], ids=["best-without-metric", "eval-without-dataset"])
+def test_training_args_smoke_reports_what_trainer_init_would_raise(run_script, tmp_path, flags, message):
+    result = run_script(ARGS, "--output_dir", "out", *flags, "--device", "cpu", cwd=tmp_path)
+    assert_one_line_error(result, 1, message)
+    assert not (tmp_path / "out").exists()
+
+
+def test_training_args_smoke_missing_integration_gives_pip_line(run_script):
+    result = run_script(ARGS, "--report_to", "wandb", "--device", "cpu")
+    assert_one_line_error(result, 3, "report_to 'wandb' is not installed; fix: pip install wandb")
+
+
+@pytest.mark.parametrize(("flag", "replacement"), [("--evaluation_strategy", "use --eval_strategy"),
+                                                   ("--no-cuda", "use --use_cpu"),
+                                                   ("--warmup_ratio=0.1", "--warmup_steps with a float below 1")])
+def test_training_args_smoke_names_the_replacement_of_a_removed_flag(run_script, flag, replacement):
+    assert_one_line_error(run_script(ARGS, flag, "steps"), 2, replacement)
+
+
+def import_training_args_smoke():
+    """The script as a module (its top level imports only the standard library and smoke_contract)."""
+    sys.path.insert(0, str(SCRIPTS))
+    writes_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True  # no __pycache__ in the skill folder
+    try:
+        import training_args_smoke
+    finally:
+        sys.path.remove(str(SCRIPTS))
+        sys.dont_write_bytecode = writes_bytecode
+    return training_args_smoke
+
+
+def test_training_args_smoke_removed_flags_are_really_removed():
+    """Every flag the smoke reports as removed is rejected by the installed TrainingArguments."""
+    training_args_smoke = import_training_args_smoke()
+    from transformers import TrainingArguments
+
+    for name in training_args_smoke.REMOVED_FLAGS:
+        with pytest.raises(TypeError, match=f"unexpected keyword argument '{name}'"):
+            TrainingArguments(output_dir="unused", **{name: None})
+
+
+@pytest.mark.parametrize(("args", "fragment"), [(["--steps", "0"], "'0' must be at least 1"),
+                                                (["--task", "vision"], "invalid choice: 'vision'")])
+def test_train_smoke_bad_argument(run_script, args, fragment):
+    assert_one_line_error(run_script(TRAIN, *args), 2, fragment)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("deepspeed") is not None, reason="deepspeed is installed here")
+def test_training_args_smoke_turns_a_missing_deepspeed_into_exit_3_with_its_pip_line():
+    """The real exception TrainingArguments raises for --deepspeed without deepspeed, through the smoke's handler."""
+    training_args_smoke = import_training_args_smoke()
+    from transformers import TrainingArguments
+
+    with pytest.raises(importlib.metadata.PackageNotFoundError) as raised:
+        TrainingArguments(output_dir="unused", deepspeed={"train_batch_size": 8})
+    error = training_args_smoke.missing_package(raised.value)
+    assert error.exit_code == 3
+    assert str(error).endswith("fix: pip install 'deepspeed>=0.9.3'"), str(error)
