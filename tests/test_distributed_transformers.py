@@ -7,6 +7,7 @@ import json
 import math
 import re
 import shlex
+import warnings
 
 import pytest
 
@@ -20,7 +21,14 @@ LAUNCHERS = ["torchrun", "accelerate"]
 
 @pytest.fixture(scope="module", params=DEVICES)
 def smoke(request, tmp_path_factory):
-    return run_once(tmp_path_factory, f"distributed-transformers-{request.param}", [str(SCRIPT), "--device", request.param, "--json"])
+    args = [str(SCRIPT), "--device", request.param, "--json"]
+    result = run_once(tmp_path_factory, f"distributed-transformers-{request.param}", args)
+    if result.returncode != 0 and "the launch failed" in result.stderr:
+        # Seen once in ~10 full-suite runs: an accelerate-launched rank died with no Python error while the other
+        # worker ran launches too. Launch once more, and keep the first failure visible as a warning.
+        warnings.warn(f"distributed smoke launch failed once, relaunching: {result.stderr_lines[-1]}")
+        result = run_once(tmp_path_factory, f"distributed-transformers-{request.param}-relaunch", args)
+    return result
 
 
 def world_size(smoke) -> int:

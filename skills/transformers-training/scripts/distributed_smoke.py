@@ -201,10 +201,14 @@ def children_cpu_seconds() -> float:
 
 def first_error(text: str) -> str:
     """The first exception line a rank printed (e.g. '[rank1]: KeyError: ...'), else the last lines."""
-    for line in text.splitlines():
-        if re.search(r"\b\w*(Error|Exception|Interrupt): ", line):
+    lines = text.splitlines()
+    for line in lines:
+        # torchrun's own ChildFailedError wraps the rank's failure: report the rank's line instead
+        if re.search(r"\b\w*(Error|Exception|Interrupt): ", line) and "ChildFailedError" not in line:
             return line.strip()
-    return " | ".join(line.strip() for line in text.strip().splitlines()[-3:])
+    # A rank that died without a Python error (a signal): torchrun's summary names its exit code and signal.
+    summary = [line.strip() for line in lines if re.match(r"\s*(rank|exitcode|traceback)\s*:", line)]
+    return " | ".join(summary or [line.strip() for line in text.strip().splitlines()[-3:]])
 
 
 def check_launch(run, name: str, code: int, seconds: float, stderr: str, command: list[str]) -> None:
