@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
+import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -13,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+sys.dont_write_bytecode = True  # tests import skill scripts: no __pycache__ in the skill folders
 REPO = Path(__file__).resolve().parent.parent
 SKILLS_DIR = REPO / "skills"
 GUARD_DIR = Path(__file__).resolve().parent / "offline_guard"
@@ -81,6 +84,7 @@ class ScriptResult:
     stdout: str
     stderr: str
     network_attempts: list[str]
+    stray_files: list[str] = dataclasses.field(default_factory=list)  # written outside the output dir
 
     @property
     def json(self) -> dict:
@@ -97,16 +101,80 @@ class ScriptResult:
         return [line for line in self.stderr.splitlines() if line.strip()]
 
 
+def tree_state(root: Path) -> dict[str, tuple]:
+    """Every file under ``root`` with its size and mtime, every folder by name (a folder's mtime changes when a
+    temporary file comes and goes inside it; what stays shows up as its own entry). Symlinks are not followed."""
+    state = {}
+    for folder, dirs, files in os.walk(root):
+        state.update({os.path.join(folder, name): "folder" for name in dirs})
+        for name in files:
+            stat = os.lstat(os.path.join(folder, name))
+            state[os.path.join(folder, name)] = (stat.st_size, stat.st_mtime_ns)
+    return state
+
+
+def stray_files(before: dict, after: dict, output_dir: Path | None) -> list[str]:
+    """Paths created or changed between two tree_state()s, except those inside ``output_dir``."""
+    inside = str(output_dir.resolve()) + os.sep if output_dir else None
+    return sorted(path for path, state in after.items() if before.get(path) != state
+                  and not (inside and (path + os.sep).startswith(inside)))
+
+
+def output_dir_of(command: list[str], stdout: str, cwd: Path) -> Path | None:
+    """The output directory a smoke script was given (or reported in its JSON summary)."""
+    if "--output-dir" in command[:-1]:
+        return cwd / command[command.index("--output-dir") + 1]
+    try:
+        reported = json.loads(stdout).get("output_dir")
+    except (ValueError, AttributeError):
+        return None
+    return Path(reported) if reported else None
+
+
+def import_script(path: Path):
+    """A skill script as a module (its top level imports only the standard library and smoke_contract), named after
+    its skill too: both skills have a checkpoint_smoke.py, and one pytest process may import both."""
+    name = f"{path.parent.parent.name.replace('-', '_')}_{path.stem}"
+    if name not in sys.modules:
+        sys.path.insert(0, str(path.parent))
+        try:
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        finally:
+            sys.path.remove(str(path.parent))
+        sys.modules[name] = module
+    return sys.modules[name]
+
+
+def is_skill_script(path: Path) -> bool:
+    return path.suffix == ".py" and path.parent.name == "scripts" and (path.parent.parent / "SKILL.md").is_file()
+
+
 def run_command(command: list[str], tmp: Path, cwd: Path | None = None, env: dict | None = None,
                 timeout: float = SCRIPT_TIMEOUT_S) -> ScriptResult:
+    """Run ``command`` offline with a fresh HOME, TMPDIR and caches under ``tmp``. Every file it creates or changes
+    under ``tmp`` and ``cwd`` outside its output directory is reported in ``stray_files``; for a skill's script
+    that fails the test here (the contract: write only inside the output directory)."""
     tmp.mkdir(parents=True, exist_ok=True)
-    child_env = isolated_env(tmp, env)
+    cwd = cwd or tmp
+    home, tmpdir = tmp / "home", tmp / "tmpdir"
+    home.mkdir(exist_ok=True)
+    tmpdir.mkdir(exist_ok=True)
+    child_env = isolated_env(tmp, {"HOME": str(home), "TMPDIR": str(tmpdir), **(env or {})})
     log = Path(child_env["OFFLINE_GUARD_LOG"])
     log.unlink(missing_ok=True)
-    completed = subprocess.run(command, cwd=cwd or tmp, env=child_env, capture_output=True, text=True,
+    watched = [tmp] if cwd.resolve().is_relative_to(tmp.resolve()) else [tmp, cwd]
+    before = {path: state for root in watched for path, state in tree_state(root).items()}
+    completed = subprocess.run(command, cwd=cwd, env=child_env, capture_output=True, text=True,
                                timeout=timeout, stdin=subprocess.DEVNULL)
     attempts = log.read_text().splitlines() if log.exists() else []
-    return ScriptResult(completed.returncode, completed.stdout, completed.stderr, attempts)
+    after = {path: state for root in watched for path, state in tree_state(root).items() if path != str(log)}
+    strays = stray_files(before, after, output_dir_of(command, completed.stdout, cwd))
+    result = ScriptResult(completed.returncode, completed.stdout, completed.stderr, attempts, strays)
+    if any(is_skill_script(cwd / part) for part in command[1:2]):
+        assert not strays, f"{command[1:3]} wrote outside its output directory: {strays[:10]}"
+    return result
 
 
 def run_python(args: list[str], tmp: Path, **kwargs) -> ScriptResult:
@@ -126,6 +194,48 @@ def run_once(tmp_path_factory, key: str, args: list[str], **kwargs) -> ScriptRes
             folder.mkdir(exist_ok=True)
             stored.write_text(json.dumps(dataclasses.asdict(run_python(args, folder, **kwargs))))
     return ScriptResult(**json.loads(stored.read_text()))
+
+
+# One full run of every skill script per device, shared by the route tests that read its checks and by
+# tests/test_confinement.py. Arguments besides --device and --json; {device} is filled in.
+COMPOSER_TRAIN = {"batches": 3, "eval_batches": 2, "batch_size": 4, "microbatch_size": 2}
+TRAINING_ARGS_SEED_EXAMPLE = [
+    "--output_dir", "outputs/smoke", "--per_device_train_batch_size", "2", "--per_device_eval_batch_size", "2",
+    "--eval_strategy", "steps", "--eval_steps", "50", "--save_strategy", "steps", "--save_steps", "100",
+    "--load_best_model_at_end", "--metric_for_best_model", "eval_loss", "--report_to", "none"]
+CANONICAL_RUNS = {
+    "composer-training/train_smoke.py": [
+        *(item for name, value in COMPOSER_TRAIN.items() for item in (f"--{name.replace('_', '-')}", str(value))),
+        "--predict"],
+    "composer-training/checkpoint_smoke.py": ["--mode", "all", "--output-dir", "out dir ü"],  # kept, cwd-relative
+    "composer-training/preflight.py": ["--max-duration", "2ep", "--autoresume", "--run-name", "my-run",
+                                       "--save-folder", "checkpoints/{run_name}"],
+    "composer-training/distributed_smoke.py": [],
+    "composer-training/env_check.py": [],
+    "transformers-training/train_smoke.py": [],
+    # killed after checkpoint 1 (first step), 2 (mid-epoch), 4 (epoch boundary), and while writing 1 and 3
+    "transformers-training/checkpoint_smoke.py": ["--mode", "all", "--kill-at", "1,2,4", "--kill-while-saving", "1,3",
+                                                  "--output-dir", "out"],
+    "transformers-training/training_args_smoke.py": TRAINING_ARGS_SEED_EXAMPLE,
+    "transformers-training/distributed_smoke.py": [],
+    "transformers-training/env_check.py": [],
+}
+
+
+def canonical_run(tmp_path_factory, script: str, device: str) -> ScriptResult:
+    """The shared full run of ``script`` (``<skill>/<file>.py``) on ``device``, as a user runs it: from a copy of
+    the skill folder, in a fresh working directory, HOME and HF_HOME (run_command fails it on any stray file)."""
+    key = f"{script.replace('/', '-').removesuffix('.py')}-{device}"
+    skill, name = script.split("/")
+    basetemp = tmp_path_factory.getbasetemp()
+    shared = basetemp.parent if os.environ.get("PYTEST_XDIST_WORKER") else basetemp
+    copy = shared / key / "skill"  # inside the run's folder, so a file written into it counts as stray
+    with open(shared / f"{key}.copy.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not copy.exists():
+            shutil.copytree(SKILLS_DIR / skill, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    args = [str(copy / "scripts" / name), *CANONICAL_RUNS[script], "--device", device, "--json"]
+    return run_once(tmp_path_factory, key, args, env={"PYTHONDONTWRITEBYTECODE": ""})
 
 
 @pytest.fixture

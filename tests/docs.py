@@ -3,7 +3,8 @@
 Conventions the gates rely on (``references/smoke-script-contract.md`` documents them for authors):
 - A ```python or ```bash block runs in the suite unless the nearest text line above it starts with
   ``Not run here:`` (visible to readers, with the reason), e.g. ``_Not run here: needs 8 GPUs._``.
-- Python blocks of one document run in order in one process and share one namespace, like a notebook.
+- Python blocks of one document run in order and share one namespace, like a notebook; the documents of one skill
+  run one after another in one process (tests/run_doc_blocks.py), each with a fresh namespace.
 - Bash blocks run one at a time in a scratch copy of the skill folder (so relative ``scripts/...`` paths work
   and nothing is written into the repository), with the suite's Python first on PATH.
 - A troubleshooting entry quotes a real error message in a ```error <id> block; ``...`` elides a part.

@@ -263,3 +263,73 @@ def _(tmp):
 @produces("max-duration-missing")
 def _(tmp):
     return raised(lambda: _trainer().fit())
+
+
+# ---- killed jobs and damaged checkpoints ----
+
+def _damaged(tmp: Path, name: str, content: bytes) -> Path:
+    path = tmp / name
+    path.write_bytes(content)
+    return path
+
+
+def _load(path: Path):
+    return _trainer(max_duration="1ba", load_path=str(path))
+
+
+@produces("autoresume-torn-checkpoint")
+def _(tmp):
+    """The folder a kill during the save of checkpoint 3 leaves (measured by checkpoint_smoke.py --mode crash):
+    checkpoints 1 and 2, latest -> 2, and part of checkpoint 3 under its final name; then the same command again."""
+    def job():
+        return _trainer(max_duration="4ba", autoresume=True, run_name="job", save_folder=str(tmp / "{run_name}"),
+                        save_interval="1ba")
+
+    first = job()
+    first.fit(duration="2ba")
+    first.close()
+    folder = tmp / "job"
+    _damaged(folder, "ep0-ba3-rank0.pt", (folder / "ep0-ba2-rank0.pt").read_bytes()[:10_000])
+    relaunched = job()
+    assert int(relaunched.state.timestamp.batch) == 2
+    return raised(relaunched.fit)
+
+
+@produces("checkpoint-truncated")
+def _(tmp):
+    import torch
+    from composer.models import ComposerClassifier
+
+    wide = ComposerClassifier(module=torch.nn.Sequential(torch.nn.Linear(8, 8192), torch.nn.ReLU(),
+                                                         torch.nn.Linear(8192, 3)), num_classes=3)
+    saver = _trainer(model=wide, max_duration="1ba", save_folder=str(tmp / "saved"))
+    saver.fit()
+    saver.close()
+    whole = (tmp / "saved" / "ep0-ba1-rank0.pt").read_bytes()
+    assert len(whole) > 300_000, len(whole)  # a realistic size: the cut lands far from the start
+    return raised(lambda: _load(_damaged(tmp, "cut.pt", whole[:len(whole) // 2])))
+
+
+@produces("checkpoint-truncated-small")
+def _(tmp):
+    whole = _checkpoint(tmp).read_bytes()
+    return raised(lambda: _load(_damaged(tmp, "cut.pt", whole[:len(whole) // 2])))
+
+
+@produces("checkpoint-empty")
+def _(tmp):
+    return raised(lambda: _load(_damaged(tmp, "empty.pt", b"")))
+
+
+@produces("checkpoint-not-torch")
+def _(tmp):
+    return raised(lambda: _load(_damaged(tmp, "notes.pt", b"not a checkpoint\n")))
+
+
+@produces("checkpoint-not-composer")
+def _(tmp):
+    import torch
+
+    path = tmp / "weights.pt"
+    torch.save(_classifier().state_dict(), path)
+    return raised(lambda: _load(path))

@@ -8,6 +8,7 @@ variables are read at import) and bf16 without a GPU (CUDA must be hidden before
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -195,6 +196,93 @@ def _(tmp):
 
     trainer = Trainer(model=tiny_classifier(), args=arguments(tmp), train_dataset=rows())
     return raised(lambda: trainer.train(resume_from_checkpoint=str(tmp / "checkpoint-500")))
+
+
+_saved_checkpoints: dict[str, Path] = {}
+
+
+def damaged_checkpoint(tmp: Path, name: str, damage) -> Path:
+    """A copy of a real checkpoint-1 (a 1-step run of the tiny classifier, made once per worker) in
+    ``tmp/out``, with ``damage(tmp/out/checkpoint-1/name)`` applied."""
+    from transformers import Trainer
+
+    if "checkpoint-1" not in _saved_checkpoints:
+        source = tmp / "source"
+        Trainer(model=tiny_classifier(), train_dataset=rows(),
+                args=arguments(source, max_steps=1, save_strategy="steps", save_steps=1)).train()
+        _saved_checkpoints["checkpoint-1"] = source / "out" / "checkpoint-1"
+    checkpoint = tmp / "out" / "checkpoint-1"
+    shutil.copytree(_saved_checkpoints["checkpoint-1"], checkpoint)
+    damage(checkpoint / name)
+    return checkpoint
+
+
+def resume_raises(tmp: Path, name: str, damage) -> str:
+    """What trainer.train(resume_from_checkpoint=True) raises with that damage (max_steps=2: one step to go)."""
+    from transformers import Trainer
+
+    damaged_checkpoint(tmp, name, damage)
+    trainer = Trainer(model=tiny_classifier(), args=arguments(tmp), train_dataset=rows())
+    return raised(lambda: trainer.train(resume_from_checkpoint=True))
+
+
+def cut_in_half(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def empty(path: Path) -> None:
+    path.write_bytes(b"")
+
+
+def other_format(path: Path) -> None:
+    """The bytes of the other format: optimizer.pt (a zip) as model.safetensors, model.safetensors as a .pt file."""
+    path.write_bytes((path.parent / ("optimizer.pt" if path.suffix == ".safetensors" else "model.safetensors"))
+                     .read_bytes())
+
+
+@produces("resume-incomplete-checkpoint")
+def _(tmp):
+    return resume_raises(tmp, "trainer_state.json", Path.unlink)
+
+
+@produces("trainer-state-empty")
+def _(tmp):
+    return resume_raises(tmp, "trainer_state.json", empty)
+
+
+@produces("safetensors-truncated")
+def _(tmp):
+    return resume_raises(tmp, "model.safetensors", cut_in_half)
+
+
+@produces("safetensors-empty")
+def _(tmp):
+    return resume_raises(tmp, "model.safetensors", empty)
+
+
+@produces("safetensors-wrong-format")
+def _(tmp):
+    return resume_raises(tmp, "model.safetensors", other_format)
+
+
+@produces("torch-file-truncated")
+def _(tmp):  # scheduler.pt is 1.5 kB here; a truncated file under 4 kB or over 64 kB gives this message
+    return resume_raises(tmp, "scheduler.pt", cut_in_half)
+
+
+@produces("torch-file-truncated-mid-size")
+def _(tmp):  # rng_state.pth is 14 kB; torch 2.7 and 2.13 raise this for a truncated file between 4 and 64 kB
+    return resume_raises(tmp, "rng_state.pth", cut_in_half)
+
+
+@produces("torch-file-empty")
+def _(tmp):
+    return resume_raises(tmp, "optimizer.pt", empty)
+
+
+@produces("torch-file-wrong-format")
+def _(tmp):
+    return resume_raises(tmp, "optimizer.pt", other_format)
 
 
 @produces("example-script-needs-newer-transformers")

@@ -1,31 +1,62 @@
-"""Run every runnable python block of one Markdown file, in order, in one shared namespace.
+"""Run the runnable python blocks of Markdown files: each file's blocks in order in one fresh namespace, like a
+notebook, in its own scratch copy of the skill folder (or of the bundle's docs and scripts for bundle docs).
 
-Usage: python tests/run_doc_blocks.py DOC.md   (run by tests/test_docs_execute.py from a scratch directory)
-Prints one line per block on stdout; on the first failing block prints its traceback and exits 1.
+Usage: python tests/run_doc_blocks.py WORK DOC.md [DOC.md ...]   (run by tests/test_docs_execute.py)
+All files of one skill share this process, so the library imports are paid once; the working directory and the
+environment are restored between files, and a failing file does not stop the next. One line per file on stdout:
+``DOC-RESULT {"doc": ..., "ok": ..., "blocks": [...], "error": ...}``.
 """
 
+import json
+import os
+import shutil
 import sys
 import time
 import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from docs import runnable_blocks  # noqa: E402
+from docs import REPO, runnable_blocks  # noqa: E402
+
+
+def scratch_copy(doc: Path, target: Path) -> Path:
+    """A copy of the doc's skill folder (or of the bundle's docs and scripts), so blocks write nothing in the repo."""
+    relative = doc.relative_to(REPO)
+    ignore = shutil.ignore_patterns("__pycache__")
+    if relative.parts[0] == "skills":
+        shutil.copytree(REPO / "skills" / relative.parts[1], target, ignore=ignore)
+    else:
+        target.mkdir(parents=True)
+        for name in ("skills", "scripts", "references"):
+            shutil.copytree(REPO / name, target / name, ignore=ignore)
+    return target
+
+
+def run_doc(doc: Path, work: Path) -> dict:
+    namespace, done = {"__name__": "__main__"}, []
+    environ, here = dict(os.environ), os.getcwd()
+    os.chdir(scratch_copy(doc, work))
+    try:
+        for block in runnable_blocks(doc, "python"):
+            started = time.perf_counter()
+            try:
+                exec(compile(block.source, block.where, "exec"), namespace)  # noqa: S102 - executing docs is the point
+            except BaseException:  # noqa: BLE001 - report every failure, SystemExit included
+                return {"doc": str(doc), "ok": False, "blocks": done, "error": f"{block.where}\n{traceback.format_exc()}"}
+            done.append(f"{block.where} {time.perf_counter() - started:.2f}s")
+    finally:
+        os.chdir(here)
+        os.environ.clear()
+        os.environ.update(environ)
+    return {"doc": str(doc), "ok": True, "blocks": done, "error": None}
 
 
 def main() -> int:
-    path = Path(sys.argv[1]).resolve()
-    namespace = {"__name__": "__main__"}
-    for block in runnable_blocks(path, "python"):
-        started = time.perf_counter()
-        try:
-            exec(compile(block.source, block.where, "exec"), namespace)  # noqa: S102 - executing docs is the point
-        except BaseException:  # noqa: BLE001 - report every failure, SystemExit included
-            print(f"FAILED {block.where}", flush=True)
-            traceback.print_exc()
-            return 1
-        print(f"ok {block.where} {time.perf_counter() - started:.2f}s", flush=True)
-    return 0
+    work = Path(sys.argv[1]).resolve()
+    results = [run_doc(Path(doc).resolve(), work / str(index)) for index, doc in enumerate(sys.argv[2:])]
+    for result in results:
+        print("DOC-RESULT " + json.dumps(result), flush=True)
+    return 0 if all(result["ok"] for result in results) else 1
 
 
 if __name__ == "__main__":

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CUDA, DEVICES, SKILLS_DIR, ScriptResult, assert_one_line_error, run_once, run_python
+from conftest import (COMPOSER_TRAIN, CUDA, DEVICES, SKILLS_DIR, ScriptResult, assert_one_line_error, canonical_run, run_once,
+                      run_python)
 
 pytestmark = pytest.mark.composer
 
 SCRIPTS = SKILLS_DIR / "composer-training" / "scripts"
 TRAIN, CHECKPOINT, PREFLIGHT = (SCRIPTS / name for name in ("train_smoke.py", "checkpoint_smoke.py", "preflight.py"))
-BATCHES, EVAL_BATCHES, BATCH_SIZE, MICROBATCH = 3, 2, 4, 2
+BATCHES, EVAL_BATCHES, BATCH_SIZE, MICROBATCH = COMPOSER_TRAIN.values()  # the canonical run's
 
 
 def passed(result: ScriptResult) -> dict:
@@ -39,9 +40,7 @@ def got(result: ScriptResult, name: str, expected) -> None:
 @pytest.fixture(scope="module", params=DEVICES)
 def train(request, tmp_path_factory):
     device = request.param
-    result = run_once(tmp_path_factory, f"composer-train-{device}", [
-        str(TRAIN), "--device", device, "--batches", str(BATCHES), "--eval-batches", str(EVAL_BATCHES),
-        "--batch-size", str(BATCH_SIZE), "--microbatch-size", str(MICROBATCH), "--predict", "--json"])
+    result = canonical_run(tmp_path_factory, "composer-training/train_smoke.py", device)
     passed(result)
     return device, result
 
@@ -101,7 +100,7 @@ def test_tok_duration_without_counter_would_never_end(train):
 
 def test_train_smoke_rejects_bad_counts_before_importing(tmp_path):
     result = run_python([str(TRAIN), "--batches", "-1"], tmp_path)
-    assert_one_line_error(result, 2, "--batches: '-1' must be at least 1")
+    assert_one_line_error(result, 2, "--batches: '-1' must be between 1 and 10000")
 
 
 @pytest.mark.skipif(CUDA, reason="CUDA is present: AMP is allowed")
@@ -112,13 +111,17 @@ def test_train_smoke_refuses_amp_on_cpu(tmp_path):
 
 # ---- checkpoint_smoke.py ----
 
+def checkpoint_smoke_all(tmp_path_factory, device: str) -> tuple[ScriptResult, Path]:
+    """The shared run of checkpoint_smoke.py --mode all on ``device`` (conftest.CANONICAL_RUNS; also read by
+    test_fault_drills_composer.py and test_confinement.py)."""
+    result = canonical_run(tmp_path_factory, "composer-training/checkpoint_smoke.py", device)
+    passed(result)
+    return result, Path(result.json["output_dir"]) / "checkpoints"
+
+
 @pytest.fixture(scope="module", params=DEVICES)
 def checkpoints(request, tmp_path_factory):
-    device = request.param
-    result = run_once(tmp_path_factory, f"composer-checkpoint-{device}", [
-        str(CHECKPOINT), "--device", device, "--mode", "all", "--output-dir", "out", "--json"])  # kept: cwd-relative
-    passed(result)
-    return device, result, Path(result.json["output_dir"]) / "checkpoints"
+    return request.param, *checkpoint_smoke_all(tmp_path_factory, request.param)
 
 
 def test_save_writes_every_checkpoint_and_the_latest_symlink(checkpoints):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CUDA, REPO, SKILLS_DIR, assert_one_line_error, leg_marks, run_python
+from conftest import REPO, SKILLS_DIR, assert_one_line_error, leg_marks, run_python
 
 CONTRACT = REPO / "scripts" / "smoke_contract.py"
 SCRIPTS = sorted(path for path in SKILLS_DIR.glob("*/scripts/*.py")
@@ -51,14 +51,6 @@ def test_bad_arguments_get_one_line_and_exit_2(script, tmp_path):
     a_file.write_text("keep me")
     assert_one_line_error(run_python([str(script), "--output-dir", str(a_file)], tmp_path), 2, "not a directory")
     assert a_file.read_text() == "keep me"
-
-
-@pytest.mark.skipif(CUDA, reason="CUDA is present, so --device gpu is available here")
-@pytest.mark.parametrize("script", SCRIPT_PARAMS)
-def test_gpu_without_cuda_exits_4(script, tmp_path):
-    result = run_python([str(script), "--device", "gpu", "--json"], tmp_path)
-    assert_one_line_error(result, 4, "CUDA is not available")
-    assert result.json["ok"] is False and result.json["exit_code"] == 4
 
 
 def test_contract_module_behaviour(tmp_path):

@@ -3,13 +3,12 @@
 launcher's output handling and the commands of references/distributed.md are what the docs say."""
 
 import dataclasses
-import json
 import shlex
 import sys
 
 import pytest
 
-from conftest import DEVICES, run_once, SKILLS_DIR, assert_one_line_error, run_python
+from conftest import DEVICES, canonical_run, SKILLS_DIR, assert_one_line_error, run_python
 from docs import blocks
 
 pytestmark = pytest.mark.composer
@@ -21,7 +20,7 @@ LAUNCHERS = ["composer", "torchrun"]
 
 @pytest.fixture(scope="module", params=DEVICES)
 def smoke(request, tmp_path_factory):
-    return run_once(tmp_path_factory, f"distributed-composer-{request.param}", [str(SCRIPT), "--device", request.param, "--json"])
+    return canonical_run(tmp_path_factory, "composer-training/distributed_smoke.py", request.param)
 
 
 def world_size(smoke) -> int:

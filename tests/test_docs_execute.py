@@ -1,12 +1,16 @@
-"""Executable docs: every python and bash block in every SKILL.md, reference and README runs (or says why not)."""
+"""Executable docs: every python and bash block in every SKILL.md, reference and README runs (or says why not).
 
-import shutil
+The python blocks of all documents of one skill run in one process (tests/run_doc_blocks.py: a fresh namespace,
+scratch folder and environment per document), shared by the per-document tests, so the imports are paid once."""
+
+import json
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, leg_marks, run_command, run_python
+from conftest import REPO, leg_marks, run_command, run_once
 from docs import markdown_files, runnable_blocks
+from run_doc_blocks import scratch_copy
 
 RUNNER = Path(__file__).resolve().parent / "run_doc_blocks.py"
 
@@ -19,17 +23,9 @@ def _skill_root(path: Path) -> Path | None:
     return REPO / relative.parts[0] / relative.parts[1] if relative.parts[0] == "skills" else None
 
 
-def _scratch_copy(path: Path, tmp: Path) -> Path:
-    """A copy of the skill folder (or of the bundle's docs and scripts) to run a block in, so it writes nothing here."""
+def _group(path: Path) -> str:
     skill = _skill_root(path)
-    target = tmp / "work"
-    if skill is not None:
-        shutil.copytree(skill, target, ignore=shutil.ignore_patterns("__pycache__"))
-    else:
-        target.mkdir()
-        for name in ("skills", "scripts", "references"):
-            shutil.copytree(REPO / name, target / name, ignore=shutil.ignore_patterns("__pycache__"))
-    return target
+    return skill.name if skill else "bundle"
 
 
 PYTHON_DOCS = [pytest.param(path, id=_doc_id(path), marks=leg_marks(path))
@@ -39,15 +35,21 @@ BASH_BLOCKS = [pytest.param(block, id=block.where, marks=leg_marks(block.path))
 
 
 @pytest.mark.parametrize("doc", PYTHON_DOCS)
-def test_python_blocks_run(doc, tmp_path):
-    result = run_python([str(RUNNER), str(doc)], tmp_path, cwd=_scratch_copy(doc, tmp_path))
-    assert result.returncode == 0, f"{result.stdout}\n{result.stderr[-4000:]}"
+def test_python_blocks_run(doc, tmp_path_factory):
+    group = _group(doc)
+    docs = [str(path) for path in markdown_files() if _group(path) == group and runnable_blocks(path, "python")]
+    key = f"docs-python-{group}"
+    result = run_once(tmp_path_factory, key, [str(RUNNER), "work", *docs])
+    reports = {report["doc"]: report for line in result.stdout.splitlines() if line.startswith("DOC-RESULT ")
+               for report in [json.loads(line.removeprefix("DOC-RESULT "))]}
+    assert str(doc) in reports, f"no result for {doc}\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
+    assert reports[str(doc)]["ok"], reports[str(doc)]["error"]
     assert result.network_attempts == [], result.network_attempts
 
 
 @pytest.mark.parametrize("block", BASH_BLOCKS)
 def test_bash_block_runs(block, tmp_path):
     result = run_command(["bash", "-euo", "pipefail", "-c", block.source], tmp_path,
-                         cwd=_scratch_copy(block.path, tmp_path))
+                         cwd=scratch_copy(block.path, tmp_path / "work"))
     assert result.returncode == 0, f"{block.where}\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
     assert result.network_attempts == [], result.network_attempts

@@ -6,17 +6,15 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import sys
 
 import pytest
 
-from conftest import DEVICES, SKILLS_DIR, assert_one_line_error
+from conftest import (CANONICAL_RUNS, DEVICES, SKILLS_DIR, TRAINING_ARGS_SEED_EXAMPLE, assert_one_line_error,
+                      canonical_run, import_script)
 
 SCRIPTS = SKILLS_DIR / "transformers-training" / "scripts"
 TRAIN, CHECKPOINT, ARGS = SCRIPTS / "train_smoke.py", SCRIPTS / "checkpoint_smoke.py", SCRIPTS / "training_args_smoke.py"
-SEED_EXAMPLE = ["--output_dir", "outputs/smoke", "--per_device_train_batch_size", "2", "--per_device_eval_batch_size",
-                "2", "--eval_strategy", "steps", "--eval_steps", "50", "--save_strategy", "steps", "--save_steps",
-                "100", "--load_best_model_at_end", "--metric_for_best_model", "eval_loss", "--report_to", "none"]
+SEED_EXAMPLE = TRAINING_ARGS_SEED_EXAMPLE  # the seed document's example command
 TRAIN_CHECKS = [f"{task}.{name}" for task, names in {
     "text-classification": ["metric.local_module", "train.global_step", "train.loss_finite", "eval.accuracy",
                             "predict.logits_shape"],
@@ -27,6 +25,23 @@ CHECKPOINT_CHECKS = ["straight.checkpoints", "checkpoint.contents", "save_model.
                      "resume.by_path.bitwise_equal", "resume.latest.steps_run", "resume.latest.bitwise_equal",
                      "resume.larger_max_steps.first_learning_rate", "best.checkpoint", "best.loaded_at_end",
                      "best.only_best_kept_with_save_total_limit_1"]
+# The crash drills the suite runs: killed after checkpoint 1 (the first step), 2 (mid-epoch) and 4 (the epoch
+# boundary: 16 rows at batch 4), and killed while writing checkpoint 1 (nothing complete is left) and 3.
+KILL_AT, KILL_WHILE_SAVING = [1, 2, 4], [1, 3]
+CRASH_CHECKS = [
+    f"crash.kill_at_{step}.{name}" for step in KILL_AT for name in ("killed", "resumed", "bitwise_equal")] + [
+    f"crash.killed_while_saving_{step}.{name}" for step in KILL_WHILE_SAVING
+    for name in ("killed", "left_on_disk", "resume_true_raises", "resumed", "bitwise_equal")]
+
+
+def checkpoint_smoke_all(tmp_path_factory, device: str):
+    """checkpoint_smoke.py --mode all (the resume checks and the crash drills at KILL_AT and KILL_WHILE_SAVING): the
+    shared canonical run, also read by tests/test_fault_drills_transformers.py; its files stay in its output dir."""
+    result = canonical_run(tmp_path_factory, "transformers-training/checkpoint_smoke.py", device)
+    args = CANONICAL_RUNS["transformers-training/checkpoint_smoke.py"]
+    assert args[args.index("--kill-at") + 1] == ",".join(map(str, KILL_AT))
+    assert args[args.index("--kill-while-saving") + 1] == ",".join(map(str, KILL_WHILE_SAVING))
+    return result
 
 
 def assert_all_checks_pass(result, expected_names: list[str]) -> dict:
@@ -41,8 +56,8 @@ def assert_all_checks_pass(result, expected_names: list[str]) -> dict:
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_train_smoke(run_script, device):
-    result = run_script(TRAIN, "--device", device, "--json")
+def test_train_smoke(tmp_path_factory, device):
+    result = canonical_run(tmp_path_factory, "transformers-training/train_smoke.py", device)
     summary = assert_all_checks_pass(result, TRAIN_CHECKS)
     assert summary["device"] == device
     for name in ("transformers", "torch", "datasets", "evaluate"):
@@ -58,9 +73,9 @@ def test_train_smoke(run_script, device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_checkpoint_smoke(run_script, device):
-    result = run_script(CHECKPOINT, "--device", device, "--json")
-    assert_all_checks_pass(result, CHECKPOINT_CHECKS)
+def test_checkpoint_smoke(tmp_path_factory, device):
+    result = checkpoint_smoke_all(tmp_path_factory, device)
+    assert_all_checks_pass(result, CHECKPOINT_CHECKS + CRASH_CHECKS)
     contents = result.check("checkpoint.contents")["detail"]
     for name in ("config.json", "generation_config.json", "model.safetensors", "optimizer.pt", "scheduler.pt",
                  "rng_state.pth", "trainer_state.json", "training_args.bin", "tokenizer.json"):
@@ -73,10 +88,9 @@ def test_checkpoint_smoke(run_script, device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_training_args_smoke_seed_example_decides_and_writes_nothing(run_script, tmp_path, device):
-    work = tmp_path / "work"
-    work.mkdir()
-    result = run_script(ARGS, *SEED_EXAMPLE, "--device", device, "--json", cwd=work)
+def test_training_args_smoke_seed_example_decides_and_writes_nothing(tmp_path_factory, device):
+    # The canonical run's working directory is fresh and watched: not even --output_dir may appear there.
+    result = canonical_run(tmp_path_factory, "transformers-training/training_args_smoke.py", device)
     assert_all_checks_pass(result, ["training_arguments", "report_to.installed", "trainer_init"])
     decisions = result.check("training_arguments")["detail"]
     assert decisions["eval_strategy"] == "steps" and decisions["eval_steps"] == 50
@@ -85,7 +99,7 @@ def test_training_args_smoke_seed_example_decides_and_writes_nothing(run_script,
     assert decisions["metric_for_best_model"] == "eval_loss" and decisions["greater_is_better"] is False
     assert decisions["report_to"] == [] and decisions["effective_train_batch_size"] == 2
     assert decisions["precision"] == "fp32" and decisions["notices"] == []
-    assert list(work.iterdir()) == [], "the smoke created files (output_dir?) in the working directory"
+    assert result.stray_files == []  # nothing written, not even --output_dir
 
 
 @pytest.mark.parametrize(("flags", "message"), [
@@ -111,15 +125,7 @@ def test_training_args_smoke_names_the_replacement_of_a_removed_flag(run_script,
 
 
 def import_training_args_smoke():
-    """The script as a module (its top level imports only the standard library and smoke_contract)."""
-    sys.path.insert(0, str(SCRIPTS))
-    writes_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True  # no __pycache__ in the skill folder
-    try:
-        import training_args_smoke
-    finally:
-        sys.path.remove(str(SCRIPTS))
-        sys.dont_write_bytecode = writes_bytecode
-    return training_args_smoke
+    return import_script(SCRIPTS / "training_args_smoke.py")
 
 
 def test_training_args_smoke_removed_flags_are_really_removed():
@@ -132,7 +138,7 @@ def test_training_args_smoke_removed_flags_are_really_removed():
             TrainingArguments(output_dir="unused", **{name: None})
 
 
-@pytest.mark.parametrize(("args", "fragment"), [(["--steps", "0"], "'0' must be at least 1"),
+@pytest.mark.parametrize(("args", "fragment"), [(["--steps", "0"], "'0' must be between 1 and 10000"),
                                                 (["--task", "vision"], "invalid choice: 'vision'")])
 def test_train_smoke_bad_argument(run_script, args, fragment):
     assert_one_line_error(run_script(TRAIN, *args), 2, fragment)

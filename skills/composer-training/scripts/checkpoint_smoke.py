@@ -7,7 +7,8 @@
 #     "torchvision==0.22.0",
 # ]
 # ///
-"""Composer checkpoint smoke test: save, resume, autoresume and weights-only fine-tuning on a tiny classifier.
+"""Composer checkpoint smoke test: save, resume, autoresume, weights-only fine-tuning and killed-job drills on a tiny
+classifier.
 
 --mode save        train --batches batches, a checkpoint every batch; check the files, the `latest` symlink, and
                    that re-running into the used folder raises unless save_overwrite (which leaves stale files)
@@ -18,49 +19,143 @@
                    check that autoresume finds the checkpoint by folder, not by run name, and wins over load_path
 --mode finetune    load the checkpoint into a model with a changed head (load_weights_only + non-strict +
                    load_ignore_keys) and check what fails without all three
+--mode crash       for each --kill-at point, a child process trains 2 epochs (8 batches) with autoresume and a
+                   checkpoint every batch and dies by SIGKILL; the same Trainer settings then resume the run and the
+                   final weights must be bitwise equal to an uninterrupted run's (--batches does not apply)
 --mode both        save, then resume          --mode all   every mode (default)
 
+--kill-at POINTS   comma list for --mode crash (default: 1,3,4,5,save:3): N kills the job right after optimizer step
+                   N, before checkpoint N is written (1: no checkpoint yet; 3: mid-epoch; 4 and 5: either side of the
+                   epoch boundary, 4 batches per epoch); save:N kills it halfway through writing checkpoint N, which
+                   leaves a torn file that blocks the relaunch until it is set aside; random: one batch from --seed
+
 --load-path PATH resumes or fine-tunes from a checkpoint written by this script (`--mode save --keep`, for example
-on another machine or Composer build) instead of a fresh one; the file is only read, never modified.
+on another machine or Composer build) instead of a fresh one; the file is only read, never modified. An empty,
+truncated, corrupted or foreign file is refused (exit 2) before torch is imported.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
+import os
+import pickletools
+import signal
 import sys
+import zipfile
 from contextlib import redirect_stdout
 from pathlib import Path
 
+sys.dont_write_bytecode = True  # importing the contract must not write __pycache__ into the skill folder
 from smoke_contract import EXIT_USAGE, SmokeError, build_parser, positive_int, require, run_main
 
 SCRIPT = "checkpoint_smoke.py"
 DISTRIBUTIONS = ["mosaicml", "torch"]
 PIP_LINE = "pip install mosaicml==0.32.1 'torch>=2.6,<2.7.1'"
-MODES = ["save", "resume", "autoresume", "finetune", "both", "all"]
+MODES = ["save", "resume", "autoresume", "finetune", "crash", "both", "all"]
 FEATURES, HIDDEN, CLASSES, NEW_CLASSES = 8, 16, 3, 5
 SAMPLES, BATCH_SIZE = 16, 4  # 4 batches per epoch: resuming to 2 x 3 batches crosses an epoch boundary
+PER_EPOCH = SAMPLES // BATCH_SIZE
 HEAD_KEYS = ["state/model/module.3.*"]  # module.3 is the last Linear of the Sequential below
 RUN_NAME = "smoke-autoresume"
+CRASH_RUN, CRASH_EPOCHS = "smoke-crash", 2
+CRASH_BATCHES = CRASH_EPOCHS * PER_EPOCH
+DEFAULT_KILL_AT = "1,3,4,5,save:3"
+CHILD_TIMEOUT_S = 300
+
+
+def kill_points(text: str) -> list[str]:
+    """argparse type for --kill-at: batch numbers, save:N and random, comma-separated."""
+    points = []
+    for item in (part.strip().lower() for part in text.split(",")):
+        number = item.removeprefix("save:")
+        if item != "random" and not (number.isdecimal() and 1 <= int(number) <= CRASH_BATCHES):
+            raise argparse.ArgumentTypeError(
+                f"{item!r} is not a batch 1 to {CRASH_BATCHES}, save:<batch> or random")
+        points.append(item if item == "random" else item.removesuffix(number) + str(int(number)))
+    return points
 
 
 def build():
-    parser = build_parser(SCRIPT, __doc__, "python scripts/checkpoint_smoke.py --mode both --json")
+    parser = build_parser(SCRIPT, __doc__,
+                          "python scripts/checkpoint_smoke.py --mode crash --kill-at 1,4,save:3 --json")
     parser.add_argument("--mode", choices=MODES, default="all", help="what to check (default: all)")
     parser.add_argument("--batches", type=positive_int, default=3,
                         help="batches before the checkpoint; resume trains to a total of twice this (default: 3)")
+    parser.add_argument("--kill-at", type=kill_points, default=None, metavar="POINTS",
+                        help=f"--mode crash kill points: N, save:N or random, comma-separated (default: "
+                             f"{DEFAULT_KILL_AT})")
     parser.add_argument("--load-path", type=Path, default=None,
                         help="resume or fine-tune from this checkpoint (from this script) instead of a fresh one")
     return parser
 
 
 def validate(args) -> None:
+    if args.kill_at is not None and args.mode not in ("crash", "all"):
+        raise SmokeError(f"--kill-at works with --mode crash or --mode all, not --mode {args.mode}", EXIT_USAGE)
     if args.load_path is None:
         return
     if args.mode not in ("resume", "finetune"):
         raise SmokeError(f"--load-path works with --mode resume or --mode finetune, not --mode {args.mode}",
                          EXIT_USAGE)
-    if not args.load_path.is_file():
-        raise SmokeError(f"--load-path {str(args.load_path)!r} is not a file", EXIT_USAGE)
+    problem = checkpoint_problem(args.load_path)
+    if problem:
+        raise SmokeError(f"--load-path {str(args.load_path)!r} {problem}", EXIT_USAGE)
+
+
+def checkpoint_problem(path: Path) -> str | None:
+    """Why ``path`` is not a usable Composer checkpoint, found with the standard library alone (nothing is
+    unpickled, torch is not imported, the file is only read), or None. torch.save writes a zip archive whose end
+    record comes last, so a write cut short (a kill during the save, a full disk) leaves a file without one."""
+    if path.is_symlink() and not path.exists():
+        return f"is a symlink to {os.readlink(path)!r}, which does not exist; point it at a checkpoint that exists"
+    if not path.is_file():
+        return "is not a file"
+    size = path.stat().st_size
+    if size == 0:
+        return ("is empty (0 bytes): its write was cut short before the first byte (a kill as the save began, a "
+                "full disk); use the checkpoint saved before it")
+    if not zipfile.is_zipfile(path):
+        with open(path, "rb") as file:
+            started_as_zip = file.read(4) == b"PK\x03\x04"
+        if started_as_zip:
+            return (f"is truncated ({size} bytes, its zip archive has no end record): its write was cut short (a kill "
+                    "during the save, a full disk, an interrupted copy); use the checkpoint saved before it")
+        return "is not a torch.save checkpoint (not a zip archive); pass a .pt file a Composer Trainer saved"
+    try:
+        with zipfile.ZipFile(path) as archive:
+            corrupted = archive.testzip()  # torch.load does not check CRCs: a flipped byte would load silently
+            pickles = [name for name in archive.namelist() if name.endswith("/data.pkl")]
+            data = archive.read(pickles[0]) if len(pickles) == 1 and not corrupted else b""
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        return f"is a damaged zip archive ({exc}); use the checkpoint saved before it"
+    if corrupted:
+        return f"is corrupted (archive member {corrupted!r} fails its CRC check); use another checkpoint"
+    if len(pickles) != 1:
+        return "is a zip archive but not a torch.save file (no data.pkl); pass a .pt file a Composer Trainer saved"
+    try:  # read the pickle's opcodes without running them
+        strings = {argument for _, argument, _ in pickletools.genops(data) if isinstance(argument, str)}
+    except Exception as exc:  # noqa: BLE001 - any parse failure means a damaged pickle
+        return f"holds a damaged pickle ({type(exc).__name__}: {exc}); use another checkpoint"
+    if not {"state", "timestamp"} <= strings:
+        return ("is a torch.save file but not a Composer checkpoint (no state/timestamp); pass a .pt file a "
+                "Composer Trainer saved")
+    return None
+
+
+def torn_checkpoints(folder: Path) -> list[Path]:
+    """Checkpoint files whose write was cut short: no zip end record (empty files included)."""
+    return sorted(path for path in folder.glob("*.pt")
+                  if path.is_file() and not path.is_symlink() and not zipfile.is_zipfile(path))
+
+
+def set_aside_torn_checkpoints(folder: Path) -> list[Path]:
+    """What the skill tells users to run before relaunching a killed autoresume job: rename torn checkpoints to
+    <name>.partial (kept for a look, out of Composer's way), so the relaunch resumes from `latest`."""
+    torn = torn_checkpoints(folder)
+    for path in torn:
+        path.rename(path.with_name(path.name + ".partial"))
+    return torn
 
 
 def fingerprint(path: Path) -> tuple[str, int]:
@@ -73,10 +168,10 @@ def body(run) -> None:
     require("composer", PIP_LINE)
     mode, load_path = run.args.mode, run.args.load_path
     before = fingerprint(load_path) if load_path else None
-    kit = Kit(run, device)
+    kit = Kit(device, run.args.seed, run.args.batches, run.output_dir / "checkpoints", run)
     with redirect_stdout(sys.stderr):  # stdout is reserved for the --json summary
         checkpoint = load_path.resolve() if load_path else None
-        if mode in ("save", "both", "all") or checkpoint is None:
+        if mode in ("save", "both", "all") or (checkpoint is None and mode in ("resume", "finetune")):
             checkpoint = save_checks(kit, checks=mode in ("save", "both", "all"))
         if mode in ("resume", "both", "all"):
             resume_checks(kit, checkpoint, compare=load_path is None)
@@ -84,6 +179,8 @@ def body(run) -> None:
             autoresume_checks(kit)
         if mode in ("finetune", "all"):
             finetune_checks(kit, checkpoint)
+        if mode in ("crash", "all"):
+            crash_checks(kit, resolve_kill_points(run.args.kill_at or kill_points(DEFAULT_KILL_AT), run.args.seed))
     if load_path:
         run.check("load_path.unchanged", fingerprint(load_path) == before, "sha256 and mtime as before the run")
 
@@ -91,13 +188,11 @@ def body(run) -> None:
 class Kit:
     """The tiny model, data and Trainer settings every mode shares (same seed: runs are comparable)."""
 
-    def __init__(self, run, device: str):
+    def __init__(self, device: str, seed: int, batches: int, root: Path, run=None):
         import torch
         from torch.utils.data import TensorDataset
 
-        self.run, self.device, self.seed = run, device, run.args.seed
-        self.batches = run.args.batches
-        self.root = run.output_dir / "checkpoints"
+        self.device, self.seed, self.batches, self.root, self.run = device, seed, batches, root, run
         generator = torch.Generator().manual_seed(self.seed)
         self.dataset = TensorDataset(torch.randn(SAMPLES, FEATURES, generator=generator),
                                      torch.randint(0, CLASSES, (SAMPLES,), generator=generator))
@@ -143,8 +238,8 @@ def raised(action) -> str:
 
 
 def expected_names(batches: int) -> list[str]:
-    per_epoch = SAMPLES // BATCH_SIZE  # a checkpoint at an epoch's last batch still carries that epoch
-    return [f"ep{(batch - 1) // per_epoch}-ba{batch}-rank0.pt" for batch in range(1, batches + 1)]
+    # a checkpoint at an epoch's last batch still carries that epoch
+    return [f"ep{(batch - 1) // PER_EPOCH}-ba{batch}-rank0.pt" for batch in range(1, batches + 1)]
 
 
 def save_checks(kit: Kit, checks: bool) -> Path:
@@ -208,7 +303,7 @@ def resume_checks(kit: Kit, checkpoint: Path, compare: bool) -> None:
         resumed = kit.trainer(load_path=str(checkpoint), max_duration=f"{total}ba")
         resumed.fit()
     run.check_equal("resume.end", int(resumed.state.timestamp.batch), total)
-    run.check_equal("resume.epoch", int(resumed.state.timestamp.epoch), total // (SAMPLES // BATCH_SIZE))
+    run.check_equal("resume.epoch", int(resumed.state.timestamp.epoch), total // PER_EPOCH)
     if compare:
         with run.step("resume.uninterrupted"):
             straight = kit.trainer(max_duration=f"{total}ba")
@@ -311,6 +406,145 @@ def finetune_checks(kit: Kit, checkpoint: Path) -> None:
         trainer.fit()
         trainer.close()
     run.check_equal("finetune.end", int(trainer.state.timestamp.batch), batches)
+
+
+def resolve_kill_points(points: list[str], seed: int) -> list[str]:
+    """Replace `random` by a batch drawn from the seed; drop repeats, keep the order."""
+    import random
+
+    drawn = [str(random.Random(seed).randint(1, CRASH_BATCHES)) if point == "random" else point for point in points]
+    return list(dict.fromkeys(drawn))
+
+
+def crash_job(kit: Kit, root: Path, **extra):
+    """The job's command, identical on every launch: the autoresume settings the skill teaches."""
+    return kit.trainer(max_duration=f"{CRASH_EPOCHS}ep", autoresume=True, run_name=CRASH_RUN,
+                       save_folder=str(root / "{run_name}"), save_interval="1ba", **extra)
+
+
+def crash_child(device: str, seed: int, root: str, point: str) -> None:
+    """The killed job (a child process): trains until SIGKILL lands at ``point``, then is gone without cleanup."""
+    os.dup2(2, 1)  # stdout carries the parent's JSON summary
+    import torch
+    from composer import Callback
+
+    torch.set_num_threads(1)
+    kit = Kit(device, seed, CRASH_BATCHES, Path(root))
+    batch = int(point.removeprefix("save:"))
+    callbacks = []
+    if point.startswith("save:"):
+        tear_save(expected_names(batch)[-1])
+    else:
+        class KillAfterStep(Callback):
+            def batch_end(self, state, logger):  # step `batch` is done; its checkpoint is written after this event
+                if int(state.timestamp.batch) == batch:
+                    os.kill(os.getpid(), signal.SIGKILL)
+
+        callbacks.append(KillAfterStep())
+    crash_job(kit, Path(root), callbacks=callbacks).fit()
+
+
+def tear_save(name: str) -> None:
+    """Fault injection: torch.save dies by SIGKILL halfway through writing the checkpoint file ``name``, as when a
+    kill lands during the save. Composer's own save code runs unchanged around it."""
+    import io
+
+    import torch
+
+    save = torch.save
+
+    class DyingWriter:
+        def __init__(self, file, limit: int):
+            self.file, self.limit, self.written = file, limit, 0
+
+        def write(self, data) -> int:
+            data = bytes(data)
+            if self.written + len(data) >= self.limit:
+                self.file.write(data[:self.limit - self.written])
+                self.file.flush()  # what reached the OS before the kill stays in the file
+                os.kill(os.getpid(), signal.SIGKILL)
+            self.written += len(data)
+            return self.file.write(data)
+
+        def flush(self) -> None:
+            self.file.flush()
+
+    def torn_save(obj, file, *args, **kwargs):
+        if Path(getattr(file, "name", "")).name != name:
+            return save(obj, file, *args, **kwargs)
+        whole = io.BytesIO()
+        save(obj, whole, *args, **kwargs)
+        return save(obj, DyingWriter(file, whole.tell() // 2), *args, **kwargs)
+
+    torch.save = torn_save
+
+
+def crash_checks(kit: Kit, points: list[str]) -> None:
+    import multiprocessing
+
+    import torch
+
+    run = kit.run
+    torch.set_num_threads(1)  # as in the children: every run does the same arithmetic
+    # fork starts the child from this already-imported process; CUDA cannot be forked, so GPU children are spawned
+    context = multiprocessing.get_context("spawn" if kit.device == "gpu" else "fork")
+    with run.step("crash.uninterrupted"):
+        straight = kit.trainer(max_duration=f"{CRASH_EPOCHS}ep")
+        straight.fit()
+        straight.close()
+    reference = kit.weights(straight)
+    for point in points:
+        crash_point(kit, context, point, reference)
+
+
+def crash_point(kit: Kit, context, point: str, reference: list) -> None:
+    import torch
+
+    run = kit.run
+    tearing, batch = point.startswith("save:"), int(point.removeprefix("save:"))
+    label = f"save{batch}" if tearing else f"ba{batch}"
+    root = kit.root / "crash" / label
+    folder = root / CRASH_RUN
+    with run.step(f"crash.{label}.child"):
+        child = context.Process(target=crash_child, args=(kit.device, kit.seed, str(root), point))
+        child.start()
+        child.join(CHILD_TIMEOUT_S)
+        if child.is_alive():
+            child.kill()
+            child.join()
+    where = f"halfway through writing checkpoint {batch}" if tearing else f"after step {batch}, before its checkpoint"
+    run.check(f"crash.{label}.killed", child.exitcode == -signal.SIGKILL,
+              f"child exit code {child.exitcode}; SIGKILL {where}")
+
+    written = expected_names(batch if tearing else batch - 1)
+    latest = folder / "latest-rank0.pt"
+    run.check_equal(f"crash.{label}.files", sorted(path.name for path in folder.iterdir()) if folder.is_dir() else None,
+                    sorted(written + (["latest-rank0.pt"] if batch > 1 else [])))
+    run.check_equal(f"crash.{label}.latest", latest.readlink().name if latest.is_symlink() else None,
+                    expected_names(batch - 1)[-1] if batch > 1 else None)
+    if tearing:
+        torn = folder / written[-1]
+        run.check(f"crash.{label}.torn_file", torn_checkpoints(folder) == [torn],
+                  f"{torn.name}: {torn.stat().st_size} bytes under its final name, no zip end record")
+        with run.step(f"crash.{label}.relaunch"):
+            relaunched = crash_job(kit, root)
+        message = raised(relaunched.fit)
+        relaunched.close()
+        run.check(f"crash.{label}.relaunch_raises", message.startswith("FileExistsError") and
+                  f"{torn} may conflict with a future checkpoint" in message, message[:200])
+        run.check_equal(f"crash.{label}.set_aside", [path.name for path in set_aside_torn_checkpoints(folder)],
+                        [torn.name])
+
+    with run.step(f"crash.{label}.resume"):
+        resumed = crash_job(kit, root)
+        start = int(resumed.state.timestamp.batch)
+        resumed.fit()
+        resumed.close()
+    run.check_equal(f"crash.{label}.resumed_from", start, batch - 1)
+    run.check_equal(f"crash.{label}.end", int(resumed.state.timestamp.batch), CRASH_BATCHES)
+    run.check(f"crash.{label}.bitwise_equal", all(torch.equal(a, b) for a, b in zip(reference, kit.weights(resumed))),
+              f"killed {where}, relaunched from {start}ba to {CRASH_BATCHES}ba vs {CRASH_BATCHES}ba uninterrupted, "
+              "same seed")
 
 
 def main(argv: list[str] | None = None) -> int:

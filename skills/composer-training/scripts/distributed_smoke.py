@@ -30,6 +30,7 @@ import sys
 import time
 from pathlib import Path
 
+sys.dont_write_bytecode = True  # importing the contract must not write __pycache__ into the skill folder
 from smoke_contract import EXIT_MISSING_DEPENDENCY, SmokeError, build_parser, log, positive_int, run_main
 
 SCRIPT = "distributed_smoke.py"

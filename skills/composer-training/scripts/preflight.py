@@ -12,10 +12,14 @@
 Give the values you would pass to Trainer (max_duration, precision, device_train_microbatch_size, run_name,
 save_*/load_*/autoresume); --device is the device the run will use (auto: gpu when CUDA is here, as Composer's
 device=None). Each setting is parsed with Composer's own code and printed as a decision, or as the problem with the
-message Composer would raise (exit 1). A --load-path checkpoint is opened with torch.load(weights_only=True) and a
-short allowlist of plain-data types, so no code from the file runs (unless --trust-checkpoint); the file is never
-modified and no folder is created. Some traps Composer accepts are reported as problems too: `iter` durations never end, `tok` durations
-never end unless tokens are counted, and a changed head needs three load options together.
+message Composer would raise (exit 1). A --load-path checkpoint, and with --autoresume the checkpoint the `latest`
+link in the save folder points at, is first checked with the standard library (an empty, truncated, corrupted or
+foreign file, or a link to nothing, is exit 2 before torch is imported), then opened with torch.load(weights_only=True)
+and a short allowlist of plain-data types, so no code from the file runs (unless --trust-checkpoint); the file is
+never modified and no folder is created. Torn checkpoints that a job killed while saving left in the save folder are
+named, with what to do, when they would make fit() raise. Some traps Composer accepts are reported as problems too:
+`iter` durations never end, `tok` durations never end unless tokens are counted, and a changed head needs three load
+options together.
 """
 
 from __future__ import annotations
@@ -25,11 +29,15 @@ import os
 import sys
 from pathlib import Path
 
+sys.dont_write_bytecode = True  # importing sibling scripts must not write __pycache__ into the skill folder
+from checkpoint_smoke import checkpoint_problem, torn_checkpoints
 from smoke_contract import EXIT_CHECK_FAILED, EXIT_USAGE, SmokeError, build_parser, require, run_main
 
 SCRIPT = "preflight.py"
 DISTRIBUTIONS = ["mosaicml", "torch"]
 PIP_LINE = "pip install mosaicml==0.32.1 'torch>=2.6,<2.7.1'"
+LATEST_FILENAME = "latest-rank{rank}.pt"  # Trainer's save_latest_filename default (a test compares them)
+SINGLE_PROCESS = dict(rank=0, local_rank=0, node_rank=0, world_size=1, local_world_size=1)
 TOKEN_SOURCES = ("batches that are dicts with 'input_ids', a dataset with a max_seq_len attribute, or a DataSpec "
                  "with get_num_tokens_in_batch")
 
@@ -68,8 +76,37 @@ def build():
 
 
 def validate(args) -> None:
-    if args.load_path is not None and not args.load_path.is_file():
-        raise SmokeError(f"--load-path {str(args.load_path)!r} is not a file", EXIT_USAGE)
+    """Input files, checked with the standard library before anything heavy is imported."""
+    if args.load_path is not None:
+        problem = checkpoint_problem(args.load_path)
+        if problem:
+            raise SmokeError(f"--load-path {str(args.load_path)!r} {problem}", EXIT_USAGE)
+    latest = autoresume_latest(args)
+    if latest is None or not latest.is_symlink() and not latest.exists():
+        return  # no checkpoint to resume yet: the run starts fresh (reported later)
+    if not latest.exists():
+        raise SmokeError(
+            f"autoresume's {str(latest)!r} points at {os.readlink(latest)!r}, which does not exist: Composer would "
+            "start this run from batch 0 without a word (and fit() raises FileExistsError if older checkpoints are "
+            f"there); point it at the newest complete checkpoint (ln -sfn <checkpoint> {latest.name}) or delete it "
+            "to start over", EXIT_USAGE)
+    problem = checkpoint_problem(latest.resolve())
+    if problem:
+        raise SmokeError(f"autoresume's {str(latest)!r} points at {latest.resolve().name!r}, which {problem}",
+                         EXIT_USAGE)
+
+
+def autoresume_latest(args) -> Path | None:
+    """The `latest` link autoresume would read (Composer's formatting, one process), or None when it cannot tell."""
+    run_name = args.run_name or os.environ.get("COMPOSER_RUN_NAME") or os.environ.get("RUN_NAME")
+    latest_name = args.save_latest_filename or LATEST_FILENAME
+    if not (args.autoresume and run_name and args.save_folder) or latest_name.lower() == "none":
+        return None
+    try:
+        return Path(args.save_folder.format(run_name=run_name, **SINGLE_PROCESS)) / latest_name.format(
+            run_name=run_name, **SINGLE_PROCESS)
+    except (KeyError, IndexError, ValueError):  # other placeholders: Composer's own formatting reports them later
+        return None
 
 
 def error_text(exc: BaseException) -> str:
@@ -346,7 +383,10 @@ class Preflight:
         try:
             ensure_folder_has_no_conflicting_files(folder, self.save_filename, self.start)
         except FileExistsError as exc:
-            self.problem("save", error_text(exc))
+            torn = ", ".join(path.name for path in torn_checkpoints(folder))
+            advice = (f" ({torn}: torn, a kill landed while saving it; rename it aside, e.g. to <name>.partial, and "
+                      "relaunch: autoresume continues from latest)") if torn else ""
+            self.problem("save", error_text(exc) + advice)
         else:
             self.decide("save", f"{where}; files already there are older than the start ({self.start.batch})")
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import sys
 from contextlib import redirect_stdout
 
+sys.dont_write_bytecode = True  # importing the contract must not write __pycache__ into the skill folder
 from smoke_contract import EXIT_USAGE, SmokeError, build_parser, positive_int, require, run_main
 
 SCRIPT = "train_smoke.py"

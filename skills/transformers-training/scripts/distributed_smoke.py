@@ -27,13 +27,16 @@ import hashlib
 import json
 import math
 import os
+import random
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+sys.dont_write_bytecode = True  # importing the contract must not write __pycache__ into the skill folder
 from smoke_contract import EXIT_MISSING_DEPENDENCY, SmokeError, build_parser, log, positive_int, run_main
 
 SCRIPT = "distributed_smoke.py"
@@ -158,13 +161,34 @@ def worker_command(directory: Path, args) -> list[str]:
             "--device", args.device_resolved, "--seed", str(args.seed)]
 
 
+def free_port_below_ephemeral_range() -> int:
+    """A free port that no outgoing connection can take before the launcher binds it.
+
+    `--main_process_port 0` makes accelerate bind port 0, read the port and release it; torchrun binds it again
+    seconds later. That port comes from the kernel's ephemeral range, the one every outgoing connection (gloo opens
+    many) draws from, so on a busy machine it can be taken in between and the rendezvous fails with EADDRINUSE.
+    """
+    try:
+        first_ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        first_ephemeral = 32768  # Linux's default
+    for port in random.Random().sample(range(20000, max(first_ephemeral, 20001)), 50):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    return 0  # nothing free there: let accelerate pick one
+
+
 def accelerate_command(world_size: int, *flags: str) -> list[str]:
     installed = Path(sys.executable).parent / "accelerate"
     base = [str(installed), "launch"] if installed.exists() else [sys.executable, "-m", "accelerate.commands.launch"]
-    # Spelling out machines, precision and dynamo keeps accelerate from warning that it picked defaults;
-    # port 0 makes it pick a free port (its default, 29500, may be taken by another job on this machine).
+    # Spelling out machines, precision and dynamo keeps accelerate from warning that it picked defaults; its
+    # default port, 29500, may be taken by another job on this machine.
     return [*base, *flags, "--num_machines", "1", "--num_processes", str(world_size), "--mixed_precision", "no",
-            "--dynamo_backend", "no", "--main_process_port", "0"]
+            "--dynamo_backend", "no", "--main_process_port", str(free_port_below_ephemeral_range())]
 
 
 def launch(run, name: str, command: list[str], directory: Path) -> tuple[int, float, str, str]:

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Callable, NamedTuple
 
+sys.dont_write_bytecode = True  # importing the contract must not write __pycache__ into the skill folder
 from smoke_contract import EXIT_CHECK_FAILED, EXIT_MISSING_DEPENDENCY, SmokeError, build_parser, run_main
 
 # ---- this skill's table: the only lines that differ between the skills' env_check.py ----

@@ -39,7 +39,7 @@ EXIT_NO_DEVICE = 4
 EXIT_CODES_HELP = """exit codes:
   0  all checks passed
   1  a check failed (the message names the check)
-  2  usage error (bad argument, output dir not usable, missing input file)
+  2  usage error (bad argument, output dir not usable or not empty, missing or damaged input file)
   3  a dependency is missing (the message gives the pip line that fixes it)
   4  the requested device is not there (--device gpu without CUDA)"""
 
@@ -92,23 +92,36 @@ def build_parser(script: str, description: str, example: str) -> argparse.Argume
     contract = parser.add_argument_group("contract flags (every smoke script)")
     contract.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto",
                           help="auto picks gpu when CUDA is available (default: auto)")
-    contract.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    contract.add_argument("--seed", type=seed_int, default=0, help=f"random seed, 0 to {MAX_SEED} (default: 0)")
     contract.add_argument("--output-dir", type=Path, default=None,
-                          help="where every file is written (default: a temporary directory removed at exit)")
+                          help="where every file is written: a new or empty folder (default: a temporary "
+                               "directory removed at exit)")
     contract.add_argument("--keep", action="store_true", help="keep the temporary output directory")
     contract.add_argument("--json", action="store_true", help="print one JSON summary object on stdout")
     return parser
 
 
-def positive_int(text: str) -> int:
-    """argparse type for counts such as --batches."""
+MAX_COUNT = 10_000  # a smoke run stays small: a larger count is a typo, not a test
+MAX_SEED = 2**32 - 1  # numpy's seed range, which Composer and Transformers both seed
+
+
+def _int_between(text: str, low: int, high: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"{text!r} must be between {low} and {high}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type for counts such as --batches: 1 to MAX_COUNT."""
+    return _int_between(text, 1, MAX_COUNT)
+
+
+def seed_int(text: str) -> int:
+    return _int_between(text, 0, MAX_SEED)
 
 
 def log(message: str) -> None:
@@ -153,6 +166,8 @@ class SmokeRun:
             return Path(tempfile.mkdtemp(prefix="smoke-")).resolve()
         if requested.exists() and not requested.is_dir():
             raise SmokeError(f"--output-dir {str(requested)!r} exists and is not a directory", EXIT_USAGE)
+        if requested.is_dir() and any(requested.iterdir()):  # never mix with (and maybe overwrite) other files
+            raise SmokeError(f"--output-dir {str(requested)!r} is not empty; give a new or empty folder", EXIT_USAGE)
         try:
             requested.mkdir(parents=True, exist_ok=True)
             probe = requested / ".smoke-write-probe"

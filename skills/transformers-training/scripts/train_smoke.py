@@ -29,6 +29,7 @@ import random
 import sys
 from pathlib import Path
 
+sys.dont_write_bytecode = True  # importing the contract must not write __pycache__ into the skill folder
 from smoke_contract import build_parser, positive_int, require, run_main
 
 SCRIPT = "train_smoke.py"

@@ -33,6 +33,7 @@ import re
 import sys
 import warnings
 
+sys.dont_write_bytecode = True  # importing the contract must not write __pycache__ into the skill folder
 from smoke_contract import EXIT_MISSING_DEPENDENCY, EXIT_USAGE, SmokeError, build_parser, require, run_main
 
 SCRIPT = "training_args_smoke.py"

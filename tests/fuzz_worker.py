@@ -1,0 +1,97 @@
+"""Run one smoke script's ``main(argv)`` many times in one process, for tests/test_bad_input.py.
+
+Usage: python fuzz_worker.py SCRIPT. Reads one JSON request per line on stdin and answers one JSON line:
+  {"op": "options"}             -> {"options": [{"flags", "kind", "choices"}, ...]}  (the script's own argparse parser)
+  {"argv": [...], "cwd": "..."} -> {"code", "stdout", "stderr"}  (``code`` is "raised: <traceback>" if main raised)
+Each call runs as a fresh process would see it: the environment, the temp dir and the working directory are restored
+afterwards. The import of the script (and of torch or a library, the first time a call reaches it) is paid once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import io
+import json
+import os
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+sys.dont_write_bytecode = True  # nothing lands in the skill's scripts folder
+
+
+def load(script: Path):
+    sys.path.insert(0, str(script.parent))  # `from smoke_contract import ...`, as when run as a script
+    spec = importlib.util.spec_from_file_location(f"fuzzed_{script.stem}", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def option_kind(action: argparse.Action) -> str:
+    if action.nargs == 0:
+        return "flag"
+    if action.choices:
+        return "choice"
+    name = getattr(action.type, "__name__", "")
+    if name in ("positive_int", "seed_int") or action.type is int:
+        return "seed" if name == "seed_int" else "count"
+    return "path" if action.type is Path else "text"
+
+
+def options(module) -> list[dict]:
+    """The script's own flags, read from the parser its main() builds (main is stopped before parsing)."""
+    captured = {}
+
+    def capture(script, parser, *args, **kwargs):
+        captured["parser"] = parser
+        return 0
+
+    real, module.run_main = module.run_main, capture
+    try:
+        module.main([])
+    finally:
+        module.run_main = real
+    return [{"flags": action.option_strings, "kind": option_kind(action),
+             "choices": list(action.choices) if action.choices else None}
+            for action in captured["parser"]._actions
+            if action.option_strings and action.help != argparse.SUPPRESS and action.dest != "help"]
+
+
+def call(module, argv: list[str], cwd: str) -> dict:
+    environ, tempdir, here = dict(os.environ), tempfile.tempdir, os.getcwd()
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = module.main(argv)
+            except SystemExit as exc:  # --help
+                code = exc.code
+            except BaseException:  # noqa: BLE001 - reported to the test, which fails on it
+                code = "raised: " + traceback.format_exc()
+    finally:
+        os.chdir(here)
+        os.environ.clear()
+        os.environ.update(environ)
+        tempfile.tempdir = tempdir
+    return {"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
+
+
+def serve(script: Path) -> None:
+    replies = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # anything a library writes to fd 1 goes to stderr, not into the replies
+    module = load(script)
+    for line in sys.stdin:
+        request = json.loads(line)
+        reply = {"options": options(module)} if request.get("op") == "options" else \
+            call(module, request["argv"], request["cwd"])
+        replies.write(json.dumps(reply) + "\n")
+        replies.flush()
+
+
+if __name__ == "__main__":
+    serve(Path(sys.argv[1]).resolve())

@@ -1,0 +1,173 @@
+"""Property-based bad input (hypothesis): every script, fed random argument lists that each hold at least one hostile
+value, ends with a contracted exit code and one error line, prints no traceback, and writes nothing outside its
+output directory (the files it was given stay byte-for-byte the same).
+
+Hostile values: negative, zero and huge numbers, non-numbers, unknown choices and devices, unknown flags, a flag
+without its value, output dirs that are files, not empty, or on a read-only file system, input paths that do not
+exist, are folders, are empty or hold garbage; paths have spaces and non-ASCII characters. The options of each
+script are read from its own parser, so a new flag is fuzzed without a change here.
+
+Each script runs in one worker process (tests/fuzz_worker.py) that calls its main(argv) once per example, with the
+offline guard, a fresh HOME and TMPDIR, and the environment restored between calls: one import per script.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import SKILLS_DIR, isolated_env, leg_marks, stray_files, tree_state
+
+WORKER = Path(__file__).resolve().parent / "fuzz_worker.py"
+SCRIPTS = sorted(path for path in SKILLS_DIR.glob("*/scripts/*.py") if path.name != "smoke_contract.py")
+CONTRACT_FAILURES = {1, 2, 3, 4}
+EXAMPLES = 40
+READ_ONLY_FS = Path("/sys")  # read-only even for root, so this holds in containers too
+
+names = st.text(st.sampled_from("aZ09 _-.éü😀漢"), min_size=1, max_size=12).filter(lambda n: n.strip(". ") != "")
+
+
+class Worker:
+    def __init__(self, script: Path, tmp: Path):
+        self.script, self.tmp = script, tmp
+        self.home, self.tmpdir = tmp / "home", tmp / "tmpdir"
+        self.home.mkdir()
+        self.tmpdir.mkdir()
+        self.env = isolated_env(tmp, {"HOME": str(self.home), "TMPDIR": str(self.tmpdir), "CUDA_VISIBLE_DEVICES": ""})
+        self.process = subprocess.Popen([sys.executable, str(WORKER), str(script)], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=self.env,
+                                        cwd=tmp)
+        self.options = self.ask({"op": "options"})["options"]
+        self.examples = 0
+
+    def ask(self, request: dict) -> dict:
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        assert line, f"the fuzz worker for {self.script.name} died"
+        return json.loads(line)
+
+    def close(self) -> list[str]:
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+        log = Path(self.env["OFFLINE_GUARD_LOG"])
+        return log.read_text().splitlines() if log.exists() else []
+
+
+@pytest.fixture(scope="module", params=[pytest.param(script, id=f"{script.parent.parent.name}/{script.name}",
+                                                     marks=leg_marks(script)) for script in SCRIPTS])
+def worker(request, tmp_path_factory):
+    worker = Worker(request.param, tmp_path_factory.mktemp("fuzz"))
+    yield worker
+    attempts = worker.close()
+    assert attempts == [], f"network attempts while fuzzing {request.param.name}: {attempts}"
+
+
+@st.composite
+def hostile_value(draw, option: dict, sandbox: Path) -> list[str]:
+    """One flag with a value the script must refuse."""
+    flag, kind = draw(st.sampled_from(option["flags"])), option["kind"]
+    if kind in ("count", "seed"):
+        value = draw(st.one_of(st.integers(max_value=0 if kind == "count" else -1).map(str),
+                               st.integers(min_value=2**32).map(str),
+                               st.sampled_from(["1.5", "1e3", "", "ten", "0x10", "--", "nan"])))
+    elif kind == "choice":
+        unknown = names.filter(lambda text: text not in option["choices"])
+        # The worker hides CUDA, so --device gpu must be exit 4 wherever the suite runs.
+        value = draw(st.one_of(unknown, st.just("gpu")) if flag == "--device" else unknown)
+    elif flag == "--output-dir":
+        choice, name = draw(st.sampled_from(["file", "not empty", "read-only", "under a file"])), draw(names)
+        a_file, full = sandbox / f"{name}.txt", sandbox / f"full {name}"
+        target = {"file": a_file, "not empty": full, "read-only": READ_ONLY_FS / f"smoke {name}",
+                  "under a file": a_file / "out"}[choice]
+        if choice in ("file", "under a file"):
+            a_file.write_text("a file, not a folder")
+        elif choice == "not empty":
+            full.mkdir()
+            (full / "keep me.txt").write_text("the user's file")
+        value = str(target)
+    elif kind == "path":  # an input file
+        choice = draw(st.sampled_from(["missing", "folder", "empty", "garbage"]))
+        target = sandbox / f"in {draw(names)}"
+        if choice == "folder":
+            target.mkdir(exist_ok=True)
+        elif choice in ("empty", "garbage"):
+            target.write_bytes(b"" if choice == "empty" else draw(st.binary(min_size=1, max_size=64)))
+        value = str(target)
+    else:
+        return [flag]  # a text option with its value missing at the end of the line
+    return [flag, value]
+
+
+@st.composite
+def hostile_argv(draw, options: list[dict], sandbox: Path) -> list[str]:
+    """A few valid-looking options around at least one hostile one, in random order."""
+    parts = []
+    for option in draw(st.lists(st.sampled_from(options), max_size=3, unique_by=lambda o: o["flags"][0])):
+        flag = option["flags"][0]
+        if option["kind"] == "flag":
+            parts.append([flag])
+        elif option["kind"] == "choice":
+            parts.append([flag, draw(st.sampled_from([choice for choice in option["choices"] if choice != "gpu"]))])
+        elif option["kind"] == "seed":
+            parts.append([flag, str(draw(st.integers(0, 2**32 - 1)))])
+        elif option["kind"] == "count":
+            parts.append([flag, str(draw(st.integers(1, 3)))])
+    hostile = draw(st.one_of(
+        st.sampled_from([option for option in options if option["kind"] != "flag"]).flatmap(
+            lambda option: hostile_value(option, sandbox)),
+        names.map(lambda name: [f"--no-such-{name.strip()}"]),
+    ))
+    if len(hostile) == 1 and not hostile[0].startswith("--no-such-"):
+        return [part for part in draw(st.permutations(parts)) for part in part] + hostile  # value missing: last
+    return [part for part in draw(st.permutations([*parts, hostile])) for part in part]
+
+
+def file_hashes(root: Path) -> dict[str, str]:
+    return {str(path): hashlib.sha256(path.read_bytes()).hexdigest() for path in root.rglob("*") if path.is_file()}
+
+
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(data=st.data(), json_flag=st.booleans())
+def test_hostile_arguments_are_refused_cleanly(worker, data, json_flag):
+    worker.examples += 1
+    sandbox = worker.tmp / f"example-{worker.examples}"
+    (sandbox / "cwd").mkdir(parents=True)
+    argv = data.draw(hostile_argv(worker.options, sandbox), label="argv") + (["--json"] if json_flag else [])
+    watched = [sandbox, worker.home, worker.tmpdir]
+    before, hashes = {p: s for root in watched for p, s in tree_state(root).items()}, file_hashes(sandbox)
+
+    reply = worker.ask({"argv": argv, "cwd": str(sandbox / "cwd")})
+
+    code, stderr = reply["code"], reply["stderr"]
+    script = worker.script.name
+    assert code in CONTRACT_FAILURES, f"{script} {argv}: exit {code!r}\n{stderr[-2000:]}"
+    assert "Traceback" not in stderr, f"{script} {argv}:\n{stderr[-2000:]}"
+    error_lines = [line for line in stderr.splitlines() if f"{script}: error: " in line]
+    assert len(error_lines) == 1, f"{script} {argv}:\n{stderr[-2000:]}"
+    if "--json" in argv:
+        summary = json.loads(reply["stdout"])
+        assert summary["exit_code"] == code and summary["ok"] is False and summary["error"]
+    else:
+        assert reply["stdout"] == ""
+    after = {p: s for root in watched for p, s in tree_state(root).items()}
+    kept = [Path(p) for p in after if p not in before and Path(p).parent == worker.tmpdir and "--keep" in argv]
+    assert len(kept) <= 1 and stray_files(before, after, kept[0] if kept else None) == [], \
+        f"{script} {argv} wrote files outside a kept temporary output dir"
+    assert file_hashes(sandbox) == hashes
+
+
+def test_gpu_requested_without_cuda_exits_4(worker):
+    """The worker hides CUDA, so this holds on GPU machines too."""
+    reply = worker.ask({"argv": ["--device", "gpu", "--json"], "cwd": str(worker.tmp)})
+    assert reply["code"] == 4, reply["stderr"][-2000:]
+    assert f"{worker.script.name}: error: --device gpu was requested but CUDA is not available" in reply["stderr"]
+    assert json.loads(reply["stdout"])["exit_code"] == 4
