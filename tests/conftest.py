@@ -238,6 +238,41 @@ def canonical_run(tmp_path_factory, script: str, device: str) -> ScriptResult:
     return run_once(tmp_path_factory, key, args, env={"PYTHONDONTWRITEBYTECODE": ""})
 
 
+class ScriptWorker:
+    """One process (tests/script_worker.py) that imports ``script`` once and runs its ``main(argv)`` per request,
+    offline, with a fresh HOME and TMPDIR and CUDA hidden; ``run`` answers as run_command would, minus the
+    file watch (callers check what they expect on disk)."""
+
+    def __init__(self, script: Path, tmp: Path):
+        self.script, self.tmp = script, tmp
+        self.home, self.tmpdir = tmp / "home", tmp / "tmpdir"
+        self.home.mkdir()
+        self.tmpdir.mkdir()
+        self.env = isolated_env(tmp, {"HOME": str(self.home), "TMPDIR": str(self.tmpdir), "CUDA_VISIBLE_DEVICES": ""})
+        self.process = subprocess.Popen([sys.executable, str(Path(__file__).with_name("script_worker.py")),
+                                         str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, text=True, env=self.env, cwd=tmp)
+
+    def ask(self, request: dict) -> dict:
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        assert line, f"the script worker for {self.script.name} died"
+        return json.loads(line)
+
+    def run(self, *argv: str, cwd: Path) -> ScriptResult:
+        reply = self.ask({"argv": list(argv), "cwd": str(cwd)})
+        assert isinstance(reply["code"], int), reply["code"]  # "raised: <traceback>" when main() raised
+        return ScriptResult(reply["code"], reply["stdout"], reply["stderr"], [])
+
+    def close(self) -> list[str]:
+        """Stop the worker; returns the network attempts the offline guard logged."""
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+        log = Path(self.env["OFFLINE_GUARD_LOG"])
+        return log.read_text().splitlines() if log.exists() else []
+
+
 @pytest.fixture
 def run_script(tmp_path):
     """``run_script(path, *args)`` runs a script the way a user does and returns a ScriptResult."""

@@ -6,37 +6,8 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
+from composer_kit import classifier as _classifier, loader as _loader, trainer as _trainer
 from quoted_errors import produces, raised
-
-
-def _loader(samples: int = 16, batch_size: int = 4):
-    import torch
-    from torch.utils.data import DataLoader, TensorDataset
-
-    generator = torch.Generator().manual_seed(0)
-    data = TensorDataset(torch.randn(samples, 8, generator=generator),
-                         torch.randint(0, 3, (samples,), generator=generator))
-    return DataLoader(data, batch_size=batch_size)
-
-
-def _classifier(classes: int = 3):
-    import torch
-    from composer.models import ComposerClassifier
-
-    torch.manual_seed(0)
-    layers = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, classes))
-    return ComposerClassifier(module=layers, num_classes=classes)
-
-
-def _trainer(model=None, **settings):
-    import torch
-    from composer import Trainer
-
-    model = model or _classifier()
-    base = dict(model=model, train_dataloader=_loader(), optimizers=torch.optim.SGD(model.parameters(), lr=0.1),
-                progress_bar=False)
-    base.update(settings)
-    return Trainer(**base)
 
 
 def _checkpoint(tmp: Path, batches: int = 3) -> Path:

@@ -7,7 +7,7 @@ without its value, output dirs that are files, not empty, or on a read-only file
 exist, are folders, are empty or hold garbage; paths have spaces and non-ASCII characters. The options of each
 script are read from its own parser, so a new flag is fuzzed without a change here.
 
-Each script runs in one worker process (tests/fuzz_worker.py) that calls its main(argv) once per example, with the
+Each script runs in one worker process (tests/script_worker.py) that calls its main(argv) once per example, with the
 offline guard, a fresh HOME and TMPDIR, and the environment restored between calls: one import per script.
 """
 
@@ -15,17 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import SKILLS_DIR, isolated_env, leg_marks, stray_files, tree_state
+from conftest import SKILLS_DIR, ScriptWorker, leg_marks, stray_files, tree_state
 
-WORKER = Path(__file__).resolve().parent / "fuzz_worker.py"
 SCRIPTS = sorted(path for path in SKILLS_DIR.glob("*/scripts/*.py") if path.name != "smoke_contract.py")
 CONTRACT_FAILURES = {1, 2, 3, 4}
 EXAMPLES = 40
@@ -34,37 +31,11 @@ READ_ONLY_FS = Path("/sys")  # read-only even for root, so this holds in contain
 names = st.text(st.sampled_from("aZ09 _-.éü😀漢"), min_size=1, max_size=12).filter(lambda n: n.strip(". ") != "")
 
 
-class Worker:
-    def __init__(self, script: Path, tmp: Path):
-        self.script, self.tmp = script, tmp
-        self.home, self.tmpdir = tmp / "home", tmp / "tmpdir"
-        self.home.mkdir()
-        self.tmpdir.mkdir()
-        self.env = isolated_env(tmp, {"HOME": str(self.home), "TMPDIR": str(self.tmpdir), "CUDA_VISIBLE_DEVICES": ""})
-        self.process = subprocess.Popen([sys.executable, str(WORKER), str(script)], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=self.env,
-                                        cwd=tmp)
-        self.options = self.ask({"op": "options"})["options"]
-        self.examples = 0
-
-    def ask(self, request: dict) -> dict:
-        self.process.stdin.write(json.dumps(request) + "\n")
-        self.process.stdin.flush()
-        line = self.process.stdout.readline()
-        assert line, f"the fuzz worker for {self.script.name} died"
-        return json.loads(line)
-
-    def close(self) -> list[str]:
-        self.process.stdin.close()
-        self.process.wait(timeout=60)
-        log = Path(self.env["OFFLINE_GUARD_LOG"])
-        return log.read_text().splitlines() if log.exists() else []
-
-
 @pytest.fixture(scope="module", params=[pytest.param(script, id=f"{script.parent.parent.name}/{script.name}",
                                                      marks=leg_marks(script)) for script in SCRIPTS])
 def worker(request, tmp_path_factory):
-    worker = Worker(request.param, tmp_path_factory.mktemp("fuzz"))
+    worker = ScriptWorker(request.param, tmp_path_factory.mktemp("fuzz"))
+    worker.options, worker.examples = worker.ask({"op": "options"})["options"], 0
     yield worker
     attempts = worker.close()
     assert attempts == [], f"network attempts while fuzzing {request.param.name}: {attempts}"

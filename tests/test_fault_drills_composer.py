@@ -19,16 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import assert_one_line_error, run_python
-from test_composer_claims import preflight, trainer  # noqa: F401 - preflight is a fixture used below
+from composer_kit import trainer
+from conftest import assert_one_line_error, import_script, run_python
+from test_composer_claims import preflight  # noqa: F401 - a fixture used below
 from test_composer_scripts import CHECKPOINT, PREFLIGHT, SCRIPTS, checkpoint_smoke_all, checkpoints, got  # noqa: F401
 
 pytestmark = pytest.mark.composer
 
-if str(SCRIPTS) not in sys.path:
-    sys.path.insert(0, str(SCRIPTS))
-import checkpoint_smoke  # noqa: E402 - the script's stdlib helpers; its heavy imports happen only in body()
-import preflight as preflight_script  # noqa: E402
+checkpoint_smoke = import_script(SCRIPTS / "checkpoint_smoke.py")  # stdlib helpers; heavy imports only in body()
+preflight_script = import_script(SCRIPTS / "preflight.py")
 
 KILL_POINTS = {  # label: (resumed from, on disk after the kill)
     "ba1": (0, []),                                                      # the first step: nothing saved yet

@@ -279,7 +279,9 @@ def resume_without(resume_damaged):
 
 
 def test_intact_checkpoint_resumes_bit_exact_in_process(resume_without):
-    steps, rates, differing = resume_without(None)
+    outcome = resume_without(None)
+    assert not isinstance(outcome, Exception), repr(outcome)
+    steps, rates, differing = outcome
     assert steps == [4, 5, 6] and differing == []
     assert rates == pytest.approx([0.0005, 1 / 3 * 1e-3, 1 / 6 * 1e-3])  # linear decay from 1e-3 over 6 steps
 

@@ -9,8 +9,8 @@ import importlib.util
 
 import pytest
 
-from conftest import (CANONICAL_RUNS, DEVICES, SKILLS_DIR, TRAINING_ARGS_SEED_EXAMPLE, assert_one_line_error,
-                      canonical_run, import_script)
+from conftest import (CANONICAL_RUNS, DEVICES, SKILLS_DIR, TRAINING_ARGS_SEED_EXAMPLE, ScriptWorker,
+                      assert_one_line_error, canonical_run, import_script)
 
 SCRIPTS = SKILLS_DIR / "transformers-training" / "scripts"
 TRAIN, CHECKPOINT, ARGS = SCRIPTS / "train_smoke.py", SCRIPTS / "checkpoint_smoke.py", SCRIPTS / "training_args_smoke.py"
@@ -102,18 +102,26 @@ def test_training_args_smoke_seed_example_decides_and_writes_nothing(tmp_path_fa
     assert result.stray_files == []  # nothing written, not even --output_dir
 
 
+@pytest.fixture(scope="module")
+def training_args_worker(tmp_path_factory):
+    """training_args_smoke.py's main() in one process: the cases below pay the Transformers import once."""
+    worker = ScriptWorker(ARGS, tmp_path_factory.mktemp("training-args"))
+    yield worker
+    assert worker.close() == [], "network attempts"
+
+
 @pytest.mark.parametrize(("flags", "message"), [
     (["--save_strategy", "best"], "`args.metric_for_best_model` must be provided when using 'best' save_strategy"),
     (["--eval_strategy", "epoch", "--no-eval-dataset"], "but you didn't pass an `eval_dataset` to `Trainer`"),
 ], ids=["best-without-metric", "eval-without-dataset"])
-def test_training_args_smoke_reports_what_trainer_init_would_raise(run_script, tmp_path, flags, message):
-    result = run_script(ARGS, "--output_dir", "out", *flags, "--device", "cpu", cwd=tmp_path)
+def test_training_args_smoke_reports_what_trainer_init_would_raise(training_args_worker, tmp_path, flags, message):
+    result = training_args_worker.run("--output_dir", "out", *flags, "--device", "cpu", cwd=tmp_path)
     assert_one_line_error(result, 1, message)
     assert not (tmp_path / "out").exists()
 
 
-def test_training_args_smoke_missing_integration_gives_pip_line(run_script):
-    result = run_script(ARGS, "--report_to", "wandb", "--device", "cpu")
+def test_training_args_smoke_missing_integration_gives_pip_line(training_args_worker, tmp_path):
+    result = training_args_worker.run("--report_to", "wandb", "--device", "cpu", cwd=tmp_path)
     assert_one_line_error(result, 3, "report_to 'wandb' is not installed; fix: pip install wandb")
 
 
@@ -150,8 +158,13 @@ def test_training_args_smoke_turns_a_missing_deepspeed_into_exit_3_with_its_pip_
     training_args_smoke = import_training_args_smoke()
     from transformers import TrainingArguments
 
-    with pytest.raises(importlib.metadata.PackageNotFoundError) as raised:
-        TrainingArguments(output_dir="unused", deepspeed={"train_batch_size": 8})
+    from transformers.integrations.deepspeed import unset_hf_deepspeed_config
+
+    try:
+        with pytest.raises(importlib.metadata.PackageNotFoundError) as raised:
+            TrainingArguments(output_dir="unused", deepspeed={"train_batch_size": 8})
+    finally:  # the half-built config stays registered while the traceback lives; later Trainers here would see it
+        unset_hf_deepspeed_config()
     error = training_args_smoke.missing_package(raised.value)
     assert error.exit_code == 3
     assert str(error).endswith("fix: pip install 'deepspeed>=0.9.3'"), str(error)

@@ -53,8 +53,9 @@ import sys
 import zipfile
 from pathlib import Path
 
-sys.dont_write_bytecode = True  # importing the contract must not write __pycache__ into the skill folder
+sys.dont_write_bytecode = True  # importing sibling scripts must not write __pycache__ into the skill folder
 from smoke_contract import EXIT_USAGE, SmokeError, build_parser, require, run_main
+from train_smoke import speed_up_tiny_runs  # one thread and a frozen heap: the same for every tiny run
 
 SCRIPT = "checkpoint_smoke.py"
 DISTRIBUTIONS = ["transformers", "torch", "accelerate", "safetensors", "tokenizers"]
@@ -526,17 +527,6 @@ def resume_from_folder(run, setup) -> None:
     differing = setup.differing(setup.uninterrupted(), setup.weights(trainer.model))
     run.check("resume_from.bitwise_equal", not differing, f"{len(differing)} tensors differ from an uninterrupted run"
               f" with --seed {setup.seed} on {setup.device} (was the checkpoint written with them?)")
-
-
-def speed_up_tiny_runs(run) -> None:
-    import gc
-
-    import torch
-    import transformers.trainer  # noqa: F401 - the heavy import, before the heap is frozen
-
-    if run.device == "cpu":
-        torch.set_num_threads(1)  # tiny tensors: one thread beats several that synchronize on every op
-    gc.freeze()  # Trainer.train() calls gc.collect(): keeping the imported modules out of it saves ~0.4 s a run
 
 
 def body(run) -> None:

@@ -1,6 +1,7 @@
-"""Run one smoke script's ``main(argv)`` many times in one process, for tests/test_bad_input.py.
+"""Run one smoke script's ``main(argv)`` many times in one process (conftest.ScriptWorker drives it), for tests that
+would otherwise start a process, and pay the library import, per argument list: tests/test_bad_input.py and others.
 
-Usage: python fuzz_worker.py SCRIPT. Reads one JSON request per line on stdin and answers one JSON line:
+Usage: python script_worker.py SCRIPT. Reads one JSON request per line on stdin and answers one JSON line:
   {"op": "options"}             -> {"options": [{"flags", "kind", "choices"}, ...]}  (the script's own argparse parser)
   {"argv": [...], "cwd": "..."} -> {"code", "stdout", "stderr"}  (``code`` is "raised: <traceback>" if main raised)
 Each call runs as a fresh process would see it: the environment, the temp dir and the working directory are restored
