@@ -10,6 +10,8 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import types
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -181,6 +183,23 @@ def run_python(args: list[str], tmp: Path, **kwargs) -> ScriptResult:
     return run_command([sys.executable, *args], tmp, **kwargs)
 
 
+_session: dict = {}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _remember_tmp_path_factory(tmp_path_factory):
+    _session["tmp_path_factory"] = tmp_path_factory
+
+
+def session_tmp_path_factory():
+    """The session's tmp_path_factory, for helpers called without fixtures (the quoted-error producers); outside
+    pytest (``python tests/quoted_errors_transformers.py``) one throwaway folder."""
+    if "tmp_path_factory" not in _session:
+        folder = Path(tempfile.mkdtemp(prefix="quoted-errors-"))
+        _session["tmp_path_factory"] = types.SimpleNamespace(getbasetemp=lambda: folder)
+    return _session["tmp_path_factory"]
+
+
 def run_once(tmp_path_factory, key: str, args: list[str], **kwargs) -> ScriptResult:
     """Run ``python *args`` once per test session and share the result, also between pytest-xdist workers
     (a module-scoped fixture alone runs once per worker). The run's scratch folder is ``<session>/<key>``."""
@@ -196,8 +215,9 @@ def run_once(tmp_path_factory, key: str, args: list[str], **kwargs) -> ScriptRes
     return ScriptResult(**json.loads(stored.read_text()))
 
 
-# One full run of every skill script per device, shared by the route tests that read its checks and by
-# tests/test_confinement.py. Arguments besides --device and --json; {device} is filled in.
+# One full run of every skill script per device, shared by the route tests that read its checks, by
+# tests/test_confinement.py and by the SKILL.md blocks that run these very commands (test_docs_execute.py).
+# Arguments besides --device and --json.
 COMPOSER_TRAIN = {"batches": 3, "eval_batches": 2, "batch_size": 4, "microbatch_size": 2}
 TRAINING_ARGS_SEED_EXAMPLE = [
     "--output_dir", "outputs/smoke", "--per_device_train_batch_size", "2", "--per_device_eval_batch_size", "2",
@@ -207,7 +227,7 @@ CANONICAL_RUNS = {
     "composer-training/train_smoke.py": [
         *(item for name, value in COMPOSER_TRAIN.items() for item in (f"--{name.replace('_', '-')}", str(value))),
         "--predict"],
-    "composer-training/checkpoint_smoke.py": ["--mode", "all", "--output-dir", "out dir ü"],  # kept, cwd-relative
+    "composer-training/checkpoint_smoke.py": ["--mode", "all", "--output-dir", "checkpoint-smoke"],  # kept
     "composer-training/preflight.py": ["--max-duration", "2ep", "--autoresume", "--run-name", "my-run",
                                        "--save-folder", "checkpoints/{run_name}"],
     "composer-training/distributed_smoke.py": [],
@@ -223,8 +243,9 @@ CANONICAL_RUNS = {
 
 
 def canonical_run(tmp_path_factory, script: str, device: str) -> ScriptResult:
-    """The shared full run of ``script`` (``<skill>/<file>.py``) on ``device``, as a user runs it: from a copy of
-    the skill folder, in a fresh working directory, HOME and HF_HOME (run_command fails it on any stray file)."""
+    """The shared full run of ``script`` (``<skill>/<file>.py``) on ``device``, as SKILL.md tells a user to run it:
+    ``python scripts/<file>.py ...`` from (a copy of) the skill folder, with a fresh HOME and HF_HOME; run_command
+    fails it on any file written outside its output directory, the skill folder included."""
     key = f"{script.replace('/', '-').removesuffix('.py')}-{device}"
     skill, name = script.split("/")
     basetemp = tmp_path_factory.getbasetemp()
@@ -234,43 +255,71 @@ def canonical_run(tmp_path_factory, script: str, device: str) -> ScriptResult:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not copy.exists():
             shutil.copytree(SKILLS_DIR / skill, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    args = [str(copy / "scripts" / name), *CANONICAL_RUNS[script], "--device", device, "--json"]
-    return run_once(tmp_path_factory, key, args, env={"PYTHONDONTWRITEBYTECODE": ""})
+    args = [f"scripts/{name}", *CANONICAL_RUNS[script], "--device", device, "--json"]
+    return run_once(tmp_path_factory, key, args, cwd=copy, env={"PYTHONDONTWRITEBYTECODE": ""})
+
+
+def smoke_world_size(result: ScriptResult) -> int:
+    """Ranks a distributed smoke launched: 2 on CPU, one per GPU."""
+    if result.json["device"] == "cpu":
+        return 2
+    import torch
+
+    return torch.cuda.device_count()
 
 
 class ScriptWorker:
-    """One process (tests/script_worker.py) that imports ``script`` once and runs its ``main(argv)`` per request,
-    offline, with a fresh HOME and TMPDIR and CUDA hidden; ``run`` answers as run_command would, minus the
-    file watch (callers check what they expect on disk)."""
+    """One process (tests/script_worker.py) per skill that imports its scripts once and runs their ``main(argv)`` per
+    request, offline, with a fresh HOME and TMPDIR and CUDA hidden; ``run`` answers as run_command would, minus the
+    file watch (callers check what they expect on disk), with the network attempts of that call."""
 
-    def __init__(self, script: Path, tmp: Path):
-        self.script, self.tmp = script, tmp
+    def __init__(self, scripts_dir: Path, tmp: Path):
+        self.scripts_dir, self.tmp = scripts_dir, tmp
         self.home, self.tmpdir = tmp / "home", tmp / "tmpdir"
         self.home.mkdir()
         self.tmpdir.mkdir()
         self.env = isolated_env(tmp, {"HOME": str(self.home), "TMPDIR": str(self.tmpdir), "CUDA_VISIBLE_DEVICES": ""})
+        self.log, self.attempts_seen = Path(self.env["OFFLINE_GUARD_LOG"]), 0
         self.process = subprocess.Popen([sys.executable, str(Path(__file__).with_name("script_worker.py")),
-                                         str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         str(scripts_dir)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.DEVNULL, text=True, env=self.env, cwd=tmp)
 
-    def ask(self, request: dict) -> dict:
-        self.process.stdin.write(json.dumps(request) + "\n")
+    def ask(self, script: Path, request: dict) -> dict:
+        assert script.parent == self.scripts_dir, f"{script} is not in {self.scripts_dir}"
+        self.process.stdin.write(json.dumps({**request, "script": script.name}) + "\n")
         self.process.stdin.flush()
         line = self.process.stdout.readline()
-        assert line, f"the script worker for {self.script.name} died"
+        assert line, f"the script worker for {self.scripts_dir.parent.name} died"
         return json.loads(line)
 
-    def run(self, *argv: str, cwd: Path) -> ScriptResult:
-        reply = self.ask({"argv": list(argv), "cwd": str(cwd)})
-        assert isinstance(reply["code"], int), reply["code"]  # "raised: <traceback>" when main() raised
-        return ScriptResult(reply["code"], reply["stdout"], reply["stderr"], [])
+    def options(self, script: Path) -> list[dict]:
+        return self.ask(script, {"op": "options"})["options"]
 
-    def close(self) -> list[str]:
-        """Stop the worker; returns the network attempts the offline guard logged."""
+    def run(self, script: Path, *argv: str, cwd: Path) -> ScriptResult:
+        reply = self.ask(script, {"argv": list(argv), "cwd": str(cwd)})
+        assert isinstance(reply["code"], int), f"{script.name} {list(argv)}: {reply['code']}"  # main() raised
+        attempts = self.log.read_text().splitlines() if self.log.exists() else []
+        new, self.attempts_seen = attempts[self.attempts_seen:], len(attempts)
+        return ScriptResult(reply["code"], reply["stdout"], reply["stderr"], new)
+
+    def close(self) -> None:
         self.process.stdin.close()
         self.process.wait(timeout=60)
-        log = Path(self.env["OFFLINE_GUARD_LOG"])
-        return log.read_text().splitlines() if log.exists() else []
+
+
+@pytest.fixture(scope="session")
+def script_worker(tmp_path_factory):
+    """``script_worker(script)``: the ScriptWorker of the script's skill, one per skill and pytest process."""
+    workers: dict[Path, ScriptWorker] = {}
+
+    def worker_for(script: Path) -> ScriptWorker:
+        if script.parent not in workers:
+            workers[script.parent] = ScriptWorker(script.parent, tmp_path_factory.mktemp(script.parent.parent.name))
+        return workers[script.parent]
+
+    yield worker_for
+    for worker in workers.values():
+        worker.close()
 
 
 @pytest.fixture

@@ -6,7 +6,8 @@ Conventions the gates rely on (``references/smoke-script-contract.md`` documents
 - Python blocks of one document run in order and share one namespace, like a notebook; the documents of one skill
   run one after another in one process (tests/run_doc_blocks.py), each with a fresh namespace.
 - Bash blocks run one at a time in a scratch copy of the skill folder (so relative ``scripts/...`` paths work
-  and nothing is written into the repository), with the suite's Python first on PATH.
+  and nothing is written into the repository), with the suite's Python first on PATH; a block of skill-script
+  commands that are canonical runs (conftest.CANONICAL_RUNS) is proven by those shared runs.
 - A troubleshooting entry quotes a real error message in a ```error <id> block; ``...`` elides a part.
   ``tests/quoted_errors_*.py`` holds a producer for each id that makes the installed library raise it.
 """

@@ -12,7 +12,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from conftest import CUDA, run_python
+from conftest import CUDA, run_once, run_python, session_tmp_path_factory
 from quoted_errors import produces, raised
 
 
@@ -303,40 +303,51 @@ def _(tmp):
 
 
 EVALUATE_PROBE = """
-import json, sys
-import evaluate
-result = {}
-try:
-    evaluate.load("accuracy")
-except Exception as exc:
-    result["hub_name"] = f"{type(exc).__name__}: {exc}"
-if len(sys.argv) > 1:
-    result["local"] = evaluate.load(sys.argv[1]).compute(predictions=[1, 0, 1, 1], references=[1, 1, 1, 0])
-print(json.dumps(result))
+import importlib, importlib.util, json, os, sys
+# The offline variables are read when huggingface_hub and evaluate are imported, so each environment imports them
+# in its own fork. What they pull in that reads no HF_* variable (torch, torchvision, pandas) is loaded once before.
+for name in ("torch", "torchvision", "pandas"):
+    if importlib.util.find_spec(name):
+        importlib.import_module(name)
+assert not {"huggingface_hub", "transformers", "datasets", "evaluate"} & set(sys.modules)
+for variables in map(json.loads, sys.argv[2:]):
+    pid = os.fork()
+    if pid == 0:
+        os.environ.update(variables)
+        import evaluate
+        result = {"env": variables, "pid": os.getpid()}
+        try:
+            evaluate.load("accuracy")
+        except Exception as exc:
+            result["hub_name"] = f"{type(exc).__name__}: {exc}"
+        result["local"] = evaluate.load(sys.argv[1]).compute(predictions=[1, 0, 1, 1], references=[1, 1, 1, 0])
+        print(json.dumps(result), flush=True)
+        os._exit(0)
+    if os.waitpid(pid, 0)[1]:
+        sys.exit(f"the probe with {variables} failed")
 """
 METRIC_MODULE = Path(__file__).resolve().parent.parent / "skills/transformers-training/assets/accuracy_metric.py"
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1"}
+PROBED_ENVIRONMENTS = [OFFLINE, *({name: value} for name, value in OFFLINE.items())]
 
 
-_evaluate_probes: dict[tuple, tuple[dict, list[str]]] = {}
-
-
-def evaluate_offline_probe(tmp: Path, env: dict | None = None) -> tuple[dict, list[str]]:
-    """Run `evaluate.load("accuracy")` and the local module in a guarded child: (results, network attempts).
-
-    One child per environment and pytest worker: the quoted-error gate and the evaluate tests share it."""
+def evaluate_offline_probe(env: dict | None = None) -> tuple[dict, list[str]]:
+    """`evaluate.load("accuracy")` and the local metric module under ``env`` (both offline variables by default),
+    in a guarded child: (results, network attempts of that environment). One child per session probes every
+    environment of PROBED_ENVIRONMENTS; the quoted-error gate and the evaluate tests share it."""
     env = OFFLINE if env is None else env
-    key = tuple(sorted(env.items()))
-    if key not in _evaluate_probes:
-        result = run_python(["-c", EVALUATE_PROBE, str(METRIC_MODULE)], tmp, env=env)
-        assert result.returncode == 0, result.stderr[-2000:]
-        _evaluate_probes[key] = json.loads(result.stdout.strip().splitlines()[-1]), result.network_attempts
-    return _evaluate_probes[key]
+    result = run_once(session_tmp_path_factory(), "evaluate-offline-probe",
+                      ["-c", EVALUATE_PROBE, str(METRIC_MODULE), *map(json.dumps, PROBED_ENVIRONMENTS)])
+    assert result.returncode == 0, result.stderr[-2000:]
+    probes = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert [probe["env"] for probe in probes] == PROBED_ENVIRONMENTS, result.stdout
+    probe = probes[PROBED_ENVIRONMENTS.index(env)]
+    return probe, [attempt for attempt in result.network_attempts if attempt.split()[0] == str(probe["pid"])]
 
 
 @produces("evaluate-hub-metric-offline")
 def _(tmp):
-    return evaluate_offline_probe(tmp)[0]["hub_name"]
+    return evaluate_offline_probe()[0]["hub_name"]
 
 
 if __name__ == "__main__":  # print every message, to write or refresh the quotes

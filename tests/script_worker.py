@@ -1,17 +1,21 @@
-"""Run one smoke script's ``main(argv)`` many times in one process (conftest.ScriptWorker drives it), for tests that
-would otherwise start a process, and pay the library import, per argument list: tests/test_bad_input.py and others.
+"""Run smoke scripts' ``main(argv)`` many times in one process (conftest.ScriptWorker drives it), for tests that would
+otherwise start a process, and pay the library import, per argument list: tests/test_bad_input.py and others.
 
-Usage: python script_worker.py SCRIPT. Reads one JSON request per line on stdin and answers one JSON line:
-  {"op": "options"}             -> {"options": [{"flags", "kind", "choices"}, ...]}  (the script's own argparse parser)
-  {"argv": [...], "cwd": "..."} -> {"code", "stdout", "stderr"}  (``code`` is "raised: <traceback>" if main raised)
+Usage: python script_worker.py SCRIPTS_DIR (one skill's scripts: their sibling imports, such as
+``from train_smoke import ...``, resolve there). Reads one JSON request per line on stdin, answers one JSON line:
+  {"op": "options", "script": "x.py"}             -> {"options": [{"flags", "kind", "choices"}, ...]}  (its parser)
+  {"script": "x.py", "argv": [...], "cwd": "..."} -> {"code", "stdout", "stderr"}  (``code`` is "raised: <traceback>"
+                                                     if main raised)
 Each call runs as a fresh process would see it: the environment, the temp dir and the working directory are restored
-afterwards. The import of the script (and of torch or a library, the first time a call reaches it) is paid once.
+afterwards. Each script is imported once, and torch or a library once for all of them, the first time a call
+reaches it.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import importlib.util
 import io
 import json
@@ -24,8 +28,8 @@ from pathlib import Path
 sys.dont_write_bytecode = True  # nothing lands in the skill's scripts folder
 
 
+@functools.cache
 def load(script: Path):
-    sys.path.insert(0, str(script.parent))  # `from smoke_contract import ...`, as when run as a script
     spec = importlib.util.spec_from_file_location(f"fuzzed_{script.stem}", script)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -82,12 +86,13 @@ def call(module, argv: list[str], cwd: str) -> dict:
     return {"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
 
 
-def serve(script: Path) -> None:
+def serve(scripts_dir: Path) -> None:
     replies = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # anything a library writes to fd 1 goes to stderr, not into the replies
-    module = load(script)
+    sys.path.insert(0, str(scripts_dir))  # `from smoke_contract import ...`, as when run as a script
     for line in sys.stdin:
         request = json.loads(line)
+        module = load(scripts_dir / request["script"])
         reply = {"options": options(module)} if request.get("op") == "options" else \
             call(module, request["argv"], request["cwd"])
         replies.write(json.dumps(reply) + "\n")

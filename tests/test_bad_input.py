@@ -7,21 +7,22 @@ without its value, output dirs that are files, not empty, or on a read-only file
 exist, are folders, are empty or hold garbage; paths have spaces and non-ASCII characters. The options of each
 script are read from its own parser, so a new flag is fuzzed without a change here.
 
-Each script runs in one worker process (tests/script_worker.py) that calls its main(argv) once per example, with the
-offline guard, a fresh HOME and TMPDIR, and the environment restored between calls: one import per script.
+The scripts of a skill run in one worker process (tests/script_worker.py, conftest.ScriptWorker) that calls their
+main(argv) once per example, with the offline guard, a fresh HOME and TMPDIR, and the environment restored between
+calls: each library is imported once per skill.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import SKILLS_DIR, ScriptWorker, leg_marks, stray_files, tree_state
+from conftest import SKILLS_DIR, leg_marks, stray_files, tree_state
 
 SCRIPTS = sorted(path for path in SKILLS_DIR.glob("*/scripts/*.py") if path.name != "smoke_contract.py")
 CONTRACT_FAILURES = {1, 2, 3, 4}
@@ -33,12 +34,11 @@ names = st.text(st.sampled_from("aZ09 _-.éü😀漢"), min_size=1, max_size=12)
 
 @pytest.fixture(scope="module", params=[pytest.param(script, id=f"{script.parent.parent.name}/{script.name}",
                                                      marks=leg_marks(script)) for script in SCRIPTS])
-def worker(request, tmp_path_factory):
-    worker = ScriptWorker(request.param, tmp_path_factory.mktemp("fuzz"))
-    worker.options, worker.examples = worker.ask({"op": "options"})["options"], 0
-    yield worker
-    attempts = worker.close()
-    assert attempts == [], f"network attempts while fuzzing {request.param.name}: {attempts}"
+def fuzzed(request, script_worker, tmp_path_factory):
+    """The script, its skill's worker, the options its parser declares, and a counter of examples."""
+    worker = script_worker(request.param)
+    return SimpleNamespace(script=request.param, worker=worker, options=worker.options(request.param), examples=0,
+                           tmp=tmp_path_factory.mktemp(f"fuzz-{request.param.stem}"))
 
 
 @st.composite
@@ -79,9 +79,14 @@ def hostile_value(draw, option: dict, sandbox: Path) -> list[str]:
 
 @st.composite
 def hostile_argv(draw, options: list[dict], sandbox: Path) -> list[str]:
-    """A few valid-looking options around at least one hostile one, in random order."""
+    """A few valid-looking options around at least one hostile one, in random order. The valid ones never repeat the
+    hostile option: a later valid value (`--device gpu --device auto`) would override the hostile one."""
+    target = draw(st.one_of(st.none(), st.sampled_from([option for option in options if option["kind"] != "flag"])))
+    hostile = draw(names.map(lambda name: [f"--no-such-{name.strip()}"]) if target is None else
+                   hostile_value(target, sandbox))
     parts = []
-    for option in draw(st.lists(st.sampled_from(options), max_size=3, unique_by=lambda o: o["flags"][0])):
+    others = [option for option in options if option is not target]
+    for option in draw(st.lists(st.sampled_from(others), max_size=3, unique_by=lambda o: o["flags"][0])):
         flag = option["flags"][0]
         if option["kind"] == "flag":
             parts.append([flag])
@@ -91,11 +96,6 @@ def hostile_argv(draw, options: list[dict], sandbox: Path) -> list[str]:
             parts.append([flag, str(draw(st.integers(0, 2**32 - 1)))])
         elif option["kind"] == "count":
             parts.append([flag, str(draw(st.integers(1, 3)))])
-    hostile = draw(st.one_of(
-        st.sampled_from([option for option in options if option["kind"] != "flag"]).flatmap(
-            lambda option: hostile_value(option, sandbox)),
-        names.map(lambda name: [f"--no-such-{name.strip()}"]),
-    ))
     if len(hostile) == 1 and not hostile[0].startswith("--no-such-"):
         return [part for part in draw(st.permutations(parts)) for part in part] + hostile  # value missing: last
     return [part for part in draw(st.permutations([*parts, hostile])) for part in part]
@@ -108,37 +108,37 @@ def file_hashes(root: Path) -> dict[str, str]:
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(data=st.data(), json_flag=st.booleans())
-def test_hostile_arguments_are_refused_cleanly(worker, data, json_flag):
-    worker.examples += 1
-    sandbox = worker.tmp / f"example-{worker.examples}"
+def test_hostile_arguments_are_refused_cleanly(fuzzed, data, json_flag):
+    fuzzed.examples += 1
+    sandbox = fuzzed.tmp / f"example-{fuzzed.examples}"
     (sandbox / "cwd").mkdir(parents=True)
-    argv = data.draw(hostile_argv(worker.options, sandbox), label="argv") + (["--json"] if json_flag else [])
-    watched = [sandbox, worker.home, worker.tmpdir]
+    argv = data.draw(hostile_argv(fuzzed.options, sandbox), label="argv") + (["--json"] if json_flag else [])
+    watched = [sandbox, fuzzed.worker.home, fuzzed.worker.tmpdir]
     before, hashes = {p: s for root in watched for p, s in tree_state(root).items()}, file_hashes(sandbox)
 
-    reply = worker.ask({"argv": argv, "cwd": str(sandbox / "cwd")})
+    result = fuzzed.worker.run(fuzzed.script, *argv, cwd=sandbox / "cwd")
 
-    code, stderr = reply["code"], reply["stderr"]
-    script = worker.script.name
+    code, stderr, script = result.returncode, result.stderr, fuzzed.script.name
     assert code in CONTRACT_FAILURES, f"{script} {argv}: exit {code!r}\n{stderr[-2000:]}"
     assert "Traceback" not in stderr, f"{script} {argv}:\n{stderr[-2000:]}"
     error_lines = [line for line in stderr.splitlines() if f"{script}: error: " in line]
     assert len(error_lines) == 1, f"{script} {argv}:\n{stderr[-2000:]}"
     if "--json" in argv:
-        summary = json.loads(reply["stdout"])
+        summary = result.json
         assert summary["exit_code"] == code and summary["ok"] is False and summary["error"]
     else:
-        assert reply["stdout"] == ""
+        assert result.stdout == ""
     after = {p: s for root in watched for p, s in tree_state(root).items()}
-    kept = [Path(p) for p in after if p not in before and Path(p).parent == worker.tmpdir and "--keep" in argv]
+    kept = [Path(p) for p in after if p not in before and Path(p).parent == fuzzed.worker.tmpdir and "--keep" in argv]
     assert len(kept) <= 1 and stray_files(before, after, kept[0] if kept else None) == [], \
         f"{script} {argv} wrote files outside a kept temporary output dir"
     assert file_hashes(sandbox) == hashes
+    assert result.network_attempts == [], f"{script} {argv}: {result.network_attempts}"
 
 
-def test_gpu_requested_without_cuda_exits_4(worker):
+def test_gpu_requested_without_cuda_exits_4(fuzzed):
     """The worker hides CUDA, so this holds on GPU machines too."""
-    reply = worker.ask({"argv": ["--device", "gpu", "--json"], "cwd": str(worker.tmp)})
-    assert reply["code"] == 4, reply["stderr"][-2000:]
-    assert f"{worker.script.name}: error: --device gpu was requested but CUDA is not available" in reply["stderr"]
-    assert json.loads(reply["stdout"])["exit_code"] == 4
+    result = fuzzed.worker.run(fuzzed.script, "--device", "gpu", "--json", cwd=fuzzed.tmp)
+    assert result.returncode == 4, result.stderr[-2000:]
+    assert f"{fuzzed.script.name}: error: --device gpu was requested but CUDA is not available" in result.stderr
+    assert result.json["exit_code"] == 4

@@ -12,14 +12,13 @@ import json
 import logging
 import os
 import pathlib
-import sys
 import tempfile
 import warnings
 
 import pytest
 
 from composer_kit import classifier, loader, trainer
-from conftest import CUDA, DEVICES, SKILLS_DIR
+from conftest import CUDA, DEVICES, SKILLS_DIR, import_script
 
 pytestmark = pytest.mark.composer
 
@@ -350,19 +349,10 @@ def test_checkpoints_are_pickles_loading_runs_code_and_preflight_does_not(checkp
 
 # ---- preflight.py reports what Composer raises ----
 
-def load_preflight():
-    if str(SCRIPTS) not in sys.path:
-        sys.path.insert(0, str(SCRIPTS))
-    spec = importlib.util.spec_from_file_location("composer_preflight", SCRIPTS / "preflight.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture
 def preflight(capsys):
     """preflight.main in this process; the contract's environment and temp-dir changes are undone right after."""
-    module = load_preflight()
+    module = import_script(SCRIPTS / "preflight.py")
 
     def run(*args, device="cpu"):
         environment, temp = dict(os.environ), tempfile.tempdir

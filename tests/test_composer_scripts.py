@@ -205,16 +205,18 @@ def test_checkpoint_smoke_missing_load_path_is_a_usage_error(tmp_path):
 
 # ---- preflight.py (its decisions are asserted in-process in test_composer_claims.py) ----
 
-def test_preflight_reports_every_problem_in_one_line(tmp_path, checkpoints):
+def test_preflight_reports_every_problem_in_one_line(tmp_path, checkpoints, script_worker):
     device, _, root = checkpoints
     if device != "cpu":
         pytest.skip("settings checked for --device cpu: runs once, with the cpu checkpoint")
-    result = run_python([str(PREFLIGHT), "--device", "cpu", "--max-duration", "2iter", "--precision", "amp_bf16",
-                         "--device-train-microbatch-size", "auto", "--autoresume",
-                         "--load-path", str(root / "save" / "ep0-ba3-rank0.pt"), "--changed-head",
-                         "--load-weights-only", "--save-folder", str(tmp_path / "ck"), "--save-interval", "abc",
-                         "--json"], tmp_path)
+    # in the skill's worker process, with Composer imported once (the canonical run covers a real process)
+    result = script_worker(PREFLIGHT).run(
+        PREFLIGHT, "--device", "cpu", "--max-duration", "2iter", "--precision", "amp_bf16",
+        "--device-train-microbatch-size", "auto", "--autoresume", "--load-path", str(root / "save" / "ep0-ba3-rank0.pt"),
+        "--changed-head", "--load-weights-only", "--save-folder", str(tmp_path / "ck"), "--save-interval", "abc",
+        "--json", cwd=tmp_path)
     assert_one_line_error(result, 1, "6 problems: ")
+    assert not (tmp_path / "ck").exists(), "preflight writes nothing, not even the save folder"
     failed = {check["name"]: check["detail"] for check in result.json["checks"] if not check["ok"]}
     assert failed == {
         "precision": "ValueError: Precision.AMP_BF16 is not supported for CPU training.",

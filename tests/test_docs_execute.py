@@ -1,15 +1,19 @@
 """Executable docs: every python and bash block in every SKILL.md, reference and README runs (or says why not).
 
 The python blocks of all documents of one skill run in one process (tests/run_doc_blocks.py: a fresh namespace,
-scratch folder and environment per document), shared by the per-document tests, so the imports are paid once."""
+scratch folder and environment per document), shared by the per-document tests, so the imports are paid once.
+A bash block whose every command is ``python scripts/<script>.py`` with the arguments of that script's canonical
+run (conftest.CANONICAL_RUNS) is proven by that shared run: the same command from a copy of the skill folder,
+plus ``--device`` set to what ``auto`` picks here and ``--json`` so the result can be read."""
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, leg_marks, run_command, run_once
-from docs import markdown_files, runnable_blocks
+from conftest import CANONICAL_RUNS, CUDA, REPO, canonical_run, leg_marks, run_command, run_once
+from docs import Block, markdown_files, runnable_blocks
 from run_doc_blocks import scratch_copy
 
 RUNNER = Path(__file__).resolve().parent / "run_doc_blocks.py"
@@ -47,9 +51,44 @@ def test_python_blocks_run(doc, tmp_path_factory):
     assert result.network_attempts == [], result.network_attempts
 
 
+def script_commands(block: Block) -> list[tuple[str, list[str]]] | None:
+    """(``<skill>/<script>.py``, arguments) per command when every command of a skill's block runs one of its
+    scripts, else None."""
+    skill = _skill_root(block.path)
+    commands = []
+    for line in block.source.replace("\\\n", " ").splitlines():
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError:  # not a shell line on its own (a here-document's body)
+            return None
+        if not words:
+            continue
+        if skill is None or len(words) < 2 or words[0] != "python" or not words[1].startswith("scripts/"):
+            return None
+        commands.append((f"{skill.name}/{words[1].removeprefix('scripts/')}", words[2:]))
+    return commands or None
+
+
 @pytest.mark.parametrize("block", BASH_BLOCKS)
-def test_bash_block_runs(block, tmp_path):
+def test_bash_block_runs(block, tmp_path, tmp_path_factory):
+    commands = script_commands(block)
+    if commands and all(CANONICAL_RUNS.get(script) == args for script, args in commands):
+        for script, _ in commands:
+            result = canonical_run(tmp_path_factory, script, "gpu" if CUDA else "cpu")
+            assert result.returncode == 0, f"{block.where}: {script}\n{result.stderr[-4000:]}"
+            assert result.network_attempts == [], result.network_attempts
+        return
     result = run_command(["bash", "-euo", "pipefail", "-c", block.source], tmp_path,
                          cwd=scratch_copy(block.path, tmp_path / "work"))
     assert result.returncode == 0, f"{block.where}\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
     assert result.network_attempts == [], result.network_attempts
+
+
+@pytest.mark.parametrize("block", [param for param in BASH_BLOCKS if script_commands(param.values[0])])
+def test_script_blocks_are_the_canonical_runs(block):
+    """A block of skill-script commands runs once per session, as the canonical run the route tests read; a block
+    that drifts from conftest.CANONICAL_RUNS would still run, as a second costly launch of the same scripts."""
+    for script, args in script_commands(block):
+        assert CANONICAL_RUNS.get(script) == args, (
+            f"{block.where}: make `python scripts/{script.split('/')[1]} {shlex.join(args)}` the canonical run of "
+            f"{script} in tests/conftest.py (CANONICAL_RUNS: {CANONICAL_RUNS.get(script)})")

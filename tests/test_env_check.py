@@ -8,7 +8,6 @@ import importlib.util
 import json
 import os
 import re
-import shutil
 import sys
 import tempfile
 import tomllib
@@ -18,7 +17,7 @@ import skills_ref
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from conftest import CUDA, REPO, SKILLS_DIR, assert_one_line_error, run_python
+from conftest import CUDA, REPO, SKILLS_DIR, assert_one_line_error, canonical_run, import_script
 from test_compatibility import SKILL_LEGS, SKILL_PACKAGES, pins
 
 SKILLS = ["composer-training", "transformers-training"]
@@ -28,21 +27,7 @@ EXTRAS = {"composer-training": "composer", "transformers-training": "transformer
 HAS_MOSAICML = importlib.util.find_spec("composer") is not None
 
 
-def load(skill: str):
-    """The skill's env_check module, imported under its own name (both files are called env_check.py)."""
-    scripts = SKILLS_DIR / skill / "scripts"
-    sys.path.insert(0, str(scripts))  # for `from smoke_contract import ...`; every copy is identical
-    try:
-        name = f"env_check_{skill.replace('-', '_')}"
-        spec = importlib.util.spec_from_file_location(name, scripts / "env_check.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(scripts))
-    return module
-
-
-DOCTORS = {skill: load(skill) for skill in SKILLS}
+DOCTORS = {skill: import_script(SKILLS_DIR / skill / "scripts" / "env_check.py") for skill in SKILLS}
 
 
 def clauses(specifier: str) -> set[str]:
@@ -169,12 +154,9 @@ def test_version_comparison_agrees_with_pep_440():
 
 @pytest.fixture(scope="module", params=SKILLS)
 def real_run(request, tmp_path_factory):
-    """env_check.py of one skill, run once from a copy of the skill folder on its own."""
-    skill = request.param
-    scratch = tmp_path_factory.mktemp(skill)
-    shutil.copytree(SKILLS_DIR / skill, scratch / skill, ignore=shutil.ignore_patterns("__pycache__"))
-    result = run_python(["scripts/env_check.py", "--json"], scratch, cwd=scratch / skill)
-    return skill, result
+    """env_check.py of one skill, from a copy of the skill folder on its own: the shared canonical run, which in the
+    latest leg (no mosaicml) runs for the Composer skill too."""
+    return request.param, canonical_run(tmp_path_factory, f"{request.param}/env_check.py", "cpu")
 
 
 def test_real_venv(real_run):

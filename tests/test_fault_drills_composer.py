@@ -13,7 +13,6 @@ import json
 import logging
 import os
 import shutil
-import sys
 import zipfile
 from pathlib import Path
 

@@ -262,16 +262,16 @@ def test_data_collator_for_language_modeling_defaults_to_mlm():
 
 # ---- evaluate offline ------------------------------------------------------------------------------------------------
 
-def test_evaluate_offline_hub_name_fails_and_local_module_works(tmp_path):
-    results, attempts = evaluate_offline_probe(tmp_path)
+def test_evaluate_offline_hub_name_fails_and_local_module_works():
+    results, attempts = evaluate_offline_probe()
     assert results["hub_name"].startswith("FileNotFoundError: Couldn't find a module script at")
     assert results["local"] == {"accuracy": 0.5}
     assert attempts == [], attempts
 
 
 @pytest.mark.parametrize("variable", sorted(OFFLINE))
-def test_one_offline_variable_alone_still_reaches_for_the_network(tmp_path, variable):
-    results, attempts = evaluate_offline_probe(tmp_path, {variable: "1"})
+def test_one_offline_variable_alone_still_reaches_for_the_network(variable):
+    results, attempts = evaluate_offline_probe({variable: "1"})
     assert "hub_name" in results and attempts, (results, attempts)
 
 

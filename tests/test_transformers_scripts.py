@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+from pathlib import Path
 
 import pytest
 
-from conftest import (CANONICAL_RUNS, DEVICES, SKILLS_DIR, TRAINING_ARGS_SEED_EXAMPLE, ScriptWorker,
+from conftest import (CANONICAL_RUNS, DEVICES, SKILLS_DIR, TRAINING_ARGS_SEED_EXAMPLE,
                       assert_one_line_error, canonical_run, import_script)
 
 SCRIPTS = SKILLS_DIR / "transformers-training" / "scripts"
@@ -102,26 +103,30 @@ def test_training_args_smoke_seed_example_decides_and_writes_nothing(tmp_path_fa
     assert result.stray_files == []  # nothing written, not even --output_dir
 
 
-@pytest.fixture(scope="module")
-def training_args_worker(tmp_path_factory):
-    """training_args_smoke.py's main() in one process: the cases below pay the Transformers import once."""
-    worker = ScriptWorker(ARGS, tmp_path_factory.mktemp("training-args"))
-    yield worker
-    assert worker.close() == [], "network attempts"
+@pytest.fixture
+def training_args(script_worker):
+    """training_args_smoke.py's main() in the skill's worker process: the cases below pay the Transformers import
+    once (with the fuzz tests of tests/test_bad_input.py)."""
+    def run(*argv: str, cwd: Path):
+        result = script_worker(ARGS).run(ARGS, *argv, cwd=cwd)
+        assert result.network_attempts == [], result.network_attempts
+        return result
+
+    return run
 
 
 @pytest.mark.parametrize(("flags", "message"), [
     (["--save_strategy", "best"], "`args.metric_for_best_model` must be provided when using 'best' save_strategy"),
     (["--eval_strategy", "epoch", "--no-eval-dataset"], "but you didn't pass an `eval_dataset` to `Trainer`"),
 ], ids=["best-without-metric", "eval-without-dataset"])
-def test_training_args_smoke_reports_what_trainer_init_would_raise(training_args_worker, tmp_path, flags, message):
-    result = training_args_worker.run("--output_dir", "out", *flags, "--device", "cpu", cwd=tmp_path)
+def test_training_args_smoke_reports_what_trainer_init_would_raise(training_args, tmp_path, flags, message):
+    result = training_args("--output_dir", "out", *flags, "--device", "cpu", cwd=tmp_path)
     assert_one_line_error(result, 1, message)
     assert not (tmp_path / "out").exists()
 
 
-def test_training_args_smoke_missing_integration_gives_pip_line(training_args_worker, tmp_path):
-    result = training_args_worker.run("--report_to", "wandb", "--device", "cpu", cwd=tmp_path)
+def test_training_args_smoke_missing_integration_gives_pip_line(training_args, tmp_path):
+    result = training_args("--report_to", "wandb", "--device", "cpu", cwd=tmp_path)
     assert_one_line_error(result, 3, "report_to 'wandb' is not installed; fix: pip install wandb")
 
 
