@@ -7,6 +7,7 @@ variables are read at import) and bf16 without a GPU (CUDA must be hidden before
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import sys
@@ -240,49 +241,22 @@ def other_format(path: Path) -> None:
                      .read_bytes())
 
 
-@produces("resume-incomplete-checkpoint")
-def _(tmp):
-    return resume_raises(tmp, "trainer_state.json", Path.unlink)
-
-
-@produces("trainer-state-empty")
-def _(tmp):
-    return resume_raises(tmp, "trainer_state.json", empty)
-
-
-@produces("safetensors-truncated")
-def _(tmp):
-    return resume_raises(tmp, "model.safetensors", cut_in_half)
-
-
-@produces("safetensors-empty")
-def _(tmp):
-    return resume_raises(tmp, "model.safetensors", empty)
-
-
-@produces("safetensors-wrong-format")
-def _(tmp):
-    return resume_raises(tmp, "model.safetensors", other_format)
-
-
-@produces("torch-file-truncated")
-def _(tmp):  # scheduler.pt is 1.5 kB here; a truncated file under 4 kB or over 64 kB gives this message
-    return resume_raises(tmp, "scheduler.pt", cut_in_half)
-
-
-@produces("torch-file-truncated-mid-size")
-def _(tmp):  # rng_state.pth is 14 kB; torch 2.7 and 2.13 raise this for a truncated file between 4 and 64 kB
-    return resume_raises(tmp, "rng_state.pth", cut_in_half)
-
-
-@produces("torch-file-empty")
-def _(tmp):
-    return resume_raises(tmp, "optimizer.pt", empty)
-
-
-@produces("torch-file-wrong-format")
-def _(tmp):
-    return resume_raises(tmp, "optimizer.pt", other_format)
+# Damage to one file of a saved checkpoint -> what resuming from it raises.
+# scheduler.pt is 1.5 kB here: a truncated file under 4 kB or over 64 kB gives "torch-file-truncated"; rng_state.pth
+# is 14 kB: torch 2.7 and 2.13 raise "torch-file-truncated-mid-size" for a truncated file between 4 and 64 kB.
+RESUME_DAMAGE = {
+    "resume-incomplete-checkpoint": ("trainer_state.json", Path.unlink),
+    "trainer-state-empty": ("trainer_state.json", empty),
+    "safetensors-truncated": ("model.safetensors", cut_in_half),
+    "safetensors-empty": ("model.safetensors", empty),
+    "safetensors-wrong-format": ("model.safetensors", other_format),
+    "torch-file-truncated": ("scheduler.pt", cut_in_half),
+    "torch-file-truncated-mid-size": ("rng_state.pth", cut_in_half),
+    "torch-file-empty": ("optimizer.pt", empty),
+    "torch-file-wrong-format": ("optimizer.pt", other_format),
+}
+for error_id, (name, damage) in RESUME_DAMAGE.items():
+    produces(error_id)(functools.partial(resume_raises, name=name, damage=damage))
 
 
 @produces("example-script-needs-newer-transformers")

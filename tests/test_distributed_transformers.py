@@ -186,6 +186,28 @@ def test_auto_find_batch_size_retries_at_ninety_percent_after_out_of_memory():
     assert tried == [8, 7, 6]
 
 
+def test_port_zero_is_an_ephemeral_port_released_before_the_rendezvous_binds_it():
+    """What distributed-training.md says of `--main_process_port 0`: accelerate binds port 0, reads the port and
+    releases it; the port is from the ephemeral range, another socket can take it, and then the rendezvous fails."""
+    import datetime
+    import inspect
+    import socket
+
+    from accelerate.utils import launch
+    from accelerate.utils.other import get_free_port
+    from torch.distributed import DistNetworkError, TCPStore
+
+    assert "args.main_process_port = get_free_port()" in inspect.getsource(launch.prepare_multi_gpu_env)
+    low, high = map(int, open("/proc/sys/net/ipv4/ip_local_port_range").read().split())
+    port = get_free_port()
+    assert low <= port <= high
+    with socket.socket() as other_job:  # the port is free again: anything may take it
+        other_job.bind(("", port))
+        other_job.listen()
+        with pytest.raises(DistNetworkError, match="EADDRINUSE"):
+            TCPStore("127.0.0.1", port, 2, True, timeout=datetime.timedelta(seconds=5))
+
+
 def test_accelerate_gets_a_port_below_the_ephemeral_range():
     """Port 0 lets accelerate hand torchrun a port from the ephemeral range, which a concurrent job's outgoing
     connections can take before torchrun binds it; the smoke gives a free port below that range instead."""

@@ -181,6 +181,17 @@ def test_a_damaged_load_path_is_one_line_and_exit_2_and_stays_unchanged(script, 
     assert not any((tmp_path / "tmpdir").iterdir()), "no output directory was even created"
 
 
+def test_torch_load_reads_a_flipped_byte_without_complaint(damaged, drill_root):
+    """Why the scripts check CRCs themselves (SKILL.md: `torch.load` does not): the damaged tensor loads silently."""
+    import torch
+
+    good = drill_root / "crash" / "save3" / "smoke-crash" / "ep0-ba2-rank0.pt"
+    flipped, intact = (torch.load(path, map_location="cpu", weights_only=False)["state"]["model"]
+                       for path in (damaged / "flipped.pt", good))
+    assert flipped.keys() == intact.keys()
+    assert [name for name in intact if not torch.equal(flipped[name], intact[name])], "the flipped byte changed nothing"
+
+
 def test_blocking_the_heavy_imports_would_show_a_late_check(drill_root, tmp_path):
     """The control for the tests above: a good checkpoint passes the check and reaches the torch import."""
     good = drill_root / "save" / "ep0-ba2-rank0.pt"
