@@ -7,7 +7,8 @@ import ast
 
 import pytest
 
-from conftest import DEVICES, SKILLS_DIR, assert_one_line_error, canonical_run, leg_marks, run_python, smoke_world_size
+from conftest import (DEVICES, SKILLS_DIR, assert_one_line_error, canonical_run, import_script, leg_marks, run_python,
+                      smoke_world_size)
 
 LAUNCHERS = {"composer-training": ["composer", "torchrun"], "transformers-training": ["torchrun", "accelerate"]}
 SKILLS = [pytest.param(skill, id=skill, marks=leg_marks(SKILLS_DIR / skill)) for skill in LAUNCHERS]
@@ -79,3 +80,23 @@ def test_the_launch_code_is_the_same_in_both_skills():
     assert {"launch", "first_error", "check_launch"} <= shared, sorted(shared)
     differing = sorted(name for name in shared if composer[name] != transformers[name])
     assert not differing, f"distributed_smoke.py differs between the skills in {differing}: copy the fix across"
+
+
+RANK_FAILS = """import faulthandler, os, sys
+faulthandler.enable()  # what Python prints when the process aborts, as for a C++ terminate in a library
+if os.environ["RANK"] == "0":
+    os.abort() if sys.argv[1] == "abort" else {}["missing key"]
+"""
+
+
+@pytest.mark.parametrize(("how", "named"), [("abort", ["Fatal Python error: Aborted", "exitcode  : -6"]),
+                                            ("raise", ["KeyError: 'missing key'"])])
+def test_a_failed_launch_names_what_the_rank_printed(how, named, tmp_path):
+    """A real torchrun launch whose rank 0 dies: the smokes' one-line error carries the rank's own words."""
+    (tmp_path / "fails.py").write_text(RANK_FAILS)
+    launched = run_python(["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "fails.py", how],
+                          tmp_path, timeout=120)
+    assert launched.returncode != 0 and launched.network_attempts == []
+    line = import_script(SKILLS_DIR / "transformers-training" / "scripts" / "distributed_smoke.py").first_error(
+        launched.stderr)
+    assert all(words in line for words in named), f"{line}\n--- torchrun's stderr:\n{launched.stderr[-3000:]}"

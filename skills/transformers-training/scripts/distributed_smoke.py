@@ -230,9 +230,11 @@ def first_error(text: str) -> str:
         # torchrun's own ChildFailedError wraps the rank's failure: report the rank's line instead
         if re.search(r"\b\w*(Error|Exception|Interrupt): ", line) and "ChildFailedError" not in line:
             return line.strip()
-    # A rank that died without a Python error (a signal): torchrun's summary names its exit code and signal.
+    # A rank that died without a Python error (a signal): what the C++ runtime or Python printed before the abort,
+    # then torchrun's summary, which names the rank, its exit code and the signal.
+    native = [line.strip() for line in lines if re.search(r"terminate called|what\(\):|Fatal Python error", line)]
     summary = [line.strip() for line in lines if re.match(r"\s*(rank|exitcode|traceback)\s*:", line)]
-    return " | ".join(summary or [line.strip() for line in text.strip().splitlines()[-3:]])
+    return " | ".join(native[:3] + summary or [line.strip() for line in text.strip().splitlines()[-3:]])
 
 
 def check_launch(run, name: str, code: int, seconds: float, stderr: str, command: list[str]) -> None:
