@@ -207,7 +207,8 @@ def report_text(report: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = OneLineParser(prog="check_latest.py", description=__doc__.split("\n\n")[0],
+    # allow_abbrev=False: a prefix of a flag is not that flag (--dry is not --dry-run).
+    parser = OneLineParser(prog="check_latest.py", allow_abbrev=False, description=__doc__.split("\n\n")[0],
                            epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dry-run", action="store_true",
                         help="print the plan and the version diff; download nothing")

@@ -10,7 +10,8 @@ Where a skill goes (it lands as <dir>/<skill>/SKILL.md):
 --mode copy (default) copies the skill folder and writes a marker file (.training-skills-install.json)
 listing every file it installed; --mode link makes a symlink into this bundle, so a `git pull` updates it.
 Install refuses to replace a different skill of the same name (no marker, a symlink elsewhere, or a copy
-whose files were changed since it was installed) unless --force is given. Uninstall removes only what this
+changed since it was installed: a recorded file edited or gone, or anything added, hidden files, __pycache__,
+.git/, links and FIFOs included) unless --force is given. Uninstall removes only what this
 script installed and leaves any other skill alone (saying so, with exit code 1). --invoke-only (Claude Code,
 copy mode) adds `disable-model-invocation: true` to the installed copy's SKILL.md so Claude loads the skill
 only when you invoke it by name (/composer-training); the bundle's own SKILL.md is never edited.
@@ -25,8 +26,8 @@ exit codes:
   0  done
   1  a different skill of the same name is in the way: install changes nothing, uninstall removes the
      rest and leaves that one alone
-  2  usage error (unknown skill or agent, a directory that does not exist, an option combination that
-     cannot work)
+  2  usage error (unknown skill or agent, a directory that does not exist, a file where a skills folder must
+     be made, a folder the file system will not let this script write, an option combination that cannot work)
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ import os
 import shutil
 import sys
 import tempfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 REPO = Path(__file__).resolve().parent.parent
 MARKER = ".training-skills-install.json"
@@ -87,8 +88,35 @@ def skill_files(folder: Path) -> list[Path]:
     return sorted(found)
 
 
+def digest(path: Path | str) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
 def file_hashes(folder: Path) -> dict[str, str]:
-    return {path.as_posix(): hashlib.sha256((folder / path).read_bytes()).hexdigest() for path in skill_files(folder)}
+    return {path.as_posix(): digest(folder / path) for path in skill_files(folder)}
+
+
+def changes_since_install(copy: Path, recorded: dict[str, str]) -> tuple[list[str], list[str]]:
+    """(recorded files edited or gone, everything added: hidden files, __pycache__, links and FIFOs included; an
+    added folder is named once, with a slash). Only regular files are read, so a FIFO cannot hang it and a link
+    is never followed."""
+    recorded_folders = {parent.as_posix() for name in recorded for parent in PurePosixPath(name).parents}
+    found, added = {}, []
+
+    def scan(folder: Path, relative: PurePosixPath) -> None:
+        for entry in sorted(os.scandir(folder), key=lambda entry: entry.name):
+            name = (relative / entry.name).as_posix()
+            is_folder = entry.is_dir(follow_symlinks=False)
+            if is_folder and name in recorded_folders:
+                scan(Path(entry.path), relative / entry.name)
+            elif entry.is_file(follow_symlinks=False) and name in recorded:
+                found[name] = digest(entry.path)
+            elif name != MARKER:
+                added.append(f"{name}/" if is_folder else name)
+
+    scan(copy, PurePosixPath())
+    return sorted(name for name in recorded if found.get(name) != recorded[name]), added
 
 
 def bundle_skills(skills_dir: Path) -> dict[str, Path]:
@@ -112,17 +140,21 @@ def inspect_target(dest: Path, source: Path, skills_dir: Path) -> tuple[str, str
         return "absent", "not installed"
     if dest.resolve() == source or skills_dir.resolve() in dest.resolve().parents:
         return "source", "this bundle's own skill folder"
+    marker_path = dest / MARKER
     try:
-        marker = json.loads((dest / MARKER).read_text(encoding="utf-8"))
+        # Our marker is a regular file: anything else (a link, a FIFO that would block the read) is not ours.
+        marker = json.loads(marker_path.read_text(encoding="utf-8")) \
+            if marker_path.is_file() and not marker_path.is_symlink() else {}
         recorded = marker["files"] if marker.get("installed_by") == INSTALLED_BY else None
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         recorded = None
     if not isinstance(recorded, dict):
         return "foreign", "a skill this script did not install (no install marker)"
-    current = file_hashes(dest)
-    changed = sorted(name for name in set(recorded) | set(current) if recorded.get(name) != current.get(name))
-    if changed:
-        return "modified", f"installed by this script, but changed since: {', '.join(changed[:5])}"
+    changed, added = changes_since_install(dest, recorded)
+    changes = [f"{label} since: {', '.join(names[:5])}" + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+               for label, names in (("changed", changed), ("added", added)) if names]
+    if changes:
+        return "modified", "installed by this script, but " + " and ".join(changes)
     mode = "copy, invoke-only" if marker.get("invoke_only") else "copy"
     return "copy", f"{mode} of {marker.get('source', '?')}"
 
@@ -138,10 +170,19 @@ def add_invoke_only(skill_md: Path) -> None:
 
 
 def remove(dest: Path) -> None:
-    if dest.is_symlink() or dest.is_file():
+    if dest.is_symlink() or not dest.is_dir():
         dest.unlink()
     else:
         shutil.rmtree(dest)
+
+
+def not_a_folder(path: Path) -> Path | None:
+    """The nearest existing part of ``path`` (itself or a parent) when it is not a folder (a file, a dangling
+    link): the skills folder cannot be made there."""
+    for part in (path, *path.parents):
+        if os.path.lexists(part):
+            return None if part.is_dir() else part
+    return None
 
 
 def install_one(source: Path, dest: Path, mode: str, invoke_only: bool) -> None:
@@ -195,6 +236,11 @@ def command_install(args, skills: dict[str, Path]) -> list[str]:
         raise UsageError(f"--invoke-only adds a Claude Code-only key; {', '.join(not_claude)} would not honour it: "
                          "use --agent claude or claude-project")
     # Check every destination first, so a refusal changes nothing.
+    for agent, name, source, dest in pairs:
+        blocker = not_a_folder(dest.parent)
+        if blocker:
+            raise UsageError(f"{agent}: {blocker} is not a folder, so {dest.parent} cannot be made; "
+                             "move it out of the way")
     refusals = []
     for agent, name, source, dest in pairs:
         state, why = inspect_target(dest, source, args.skills_dir)
@@ -238,12 +284,13 @@ def command_list(args, skills: dict[str, Path]) -> list[dict]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="install_skills.py", description=__doc__.split("\n\n")[0],
+    # allow_abbrev=False: a prefix of a flag is not that flag (--for is not --force, --js not --json).
+    parser = OneLineParser(prog="install_skills.py", allow_abbrev=False, description=__doc__.split("\n\n")[0],
                            epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     for name, summary in (("install", "install skills"), ("uninstall", "remove skills this script installed"),
                           ("list", "show what is installed where")):
-        command = commands.add_parser(name, help=summary, description=summary)
+        command = commands.add_parser(name, help=summary, description=summary, allow_abbrev=False)
         command.add_argument("--agent", action="append", choices=[*AGENTS, "all"],
                              help="where to act (repeatable; default: claude, or all for list)")
         command.add_argument("--skill", action="append", metavar="NAME",
@@ -285,6 +332,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except UsageError as exc:
         print(f"install_skills.py: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a folder the file system will not let us write (read-only, no permission)
+        print(f"install_skills.py: error: {f'{exc.filename}: {exc.strerror}' if exc.filename else exc}",
+              file=sys.stderr)
         return 2
     except Refused as exc:
         for line in exc.done:

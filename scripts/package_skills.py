@@ -6,6 +6,9 @@ The build is reproducible: the same skill folder gives the same bytes. Entries a
 1980-01-01 00:00, permissions are 0644 (0755 for executable files and folders), and __pycache__, *.pyc and
 dotfiles are left out.
 
+A symlink, FIFO or other special file inside a skill is refused, naming it: a link can point outside the skill
+(its target's content would be uploaded with the skill) or nowhere, and a FIFO would block the build.
+
 example:
   python scripts/package_skills.py
   python scripts/package_skills.py --skill composer-training --out /tmp/dist
@@ -13,7 +16,7 @@ example:
 exit codes:
   0  every zip was written
   1  a skill folder cannot be packaged (SKILL.md missing, or its name differs from the folder)
-  2  usage error
+  2  usage error: an unknown skill, an --out that is not a writable folder, a symlink or special file in a skill
 """
 
 from __future__ import annotations
@@ -34,13 +37,28 @@ UNIX = 3  # ZipInfo.create_system: the external attributes hold Unix permissions
 
 
 class PackageError(Exception):
-    pass
+    exit_code = 1
+
+
+class UsageError(PackageError):
+    """Exit code 2: an unusable --out, or an entry of a skill that cannot be packaged safely."""
+
+    exit_code = 2
 
 
 class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str):
         print(f"package_skills.py: error: {message} (see --help)", file=sys.stderr)
         sys.exit(2)
+
+
+def refuse_special(path: Path) -> None:
+    """Only real files and folders are packaged: a link is never followed, a FIFO never read."""
+    if path.is_symlink():
+        raise UsageError(f"{path} is a symlink (to {os.readlink(path)}); a packaged skill holds only real files and "
+                         "folders: replace the link with a copy of what it points to, or remove it")
+    if not (path.is_dir() or path.is_file()):
+        raise UsageError(f"{path} is not a regular file or folder (a FIFO, socket or device): remove it")
 
 
 def ignored(name: str) -> bool:
@@ -52,6 +70,8 @@ def entries(skill: Path) -> list[tuple[str, Path]]:
     found = [(f"{skill.name}/", skill)]
     for root, dirs, files in os.walk(skill):
         dirs[:] = [name for name in dirs if not ignored(name)]
+        for name in dirs + [name for name in files if not ignored(name)]:
+            refuse_special(Path(root, name))
         relative = Path(root).relative_to(skill)
         found += [(f"{(Path(skill.name) / relative / name).as_posix()}/", Path(root, name)) for name in dirs]
         found += [((Path(skill.name) / relative / name).as_posix(), Path(root, name))
@@ -82,16 +102,28 @@ def zip_info(name: str, path: Path) -> zipfile.ZipInfo:
     return info
 
 
+def check_output(out_dir: Path) -> None:
+    """Make the output folder and create a file in it, so an unusable --out fails before any zip is built."""
+    if os.path.lexists(out_dir) and not out_dir.is_dir():
+        raise UsageError(f"--out {str(out_dir)!r} exists and is not a folder")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=out_dir).close()
+    except OSError as exc:
+        raise UsageError(f"--out {str(out_dir)!r} is not a writable folder: {exc.strerror}") from exc
+
+
 def build_zip(skill: Path, out_dir: Path) -> Path:
     """Write <out_dir>/<skill>.zip (replaced atomically) and return its path."""
     check_skill(skill)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    members = entries(skill)
+    check_output(out_dir)
     target = out_dir / f"{skill.name}.zip"
     handle, partial = tempfile.mkstemp(prefix=f".{skill.name}-", suffix=".zip", dir=out_dir)
     os.close(handle)
     try:
         with zipfile.ZipFile(partial, "w") as archive:
-            for name, path in entries(skill):
+            for name, path in members:
                 data = b"" if name.endswith("/") else path.read_bytes()
                 archive.writestr(zip_info(name, path), data, compresslevel=9)
         os.chmod(partial, 0o644)
@@ -103,7 +135,8 @@ def build_zip(skill: Path, out_dir: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = OneLineParser(prog="package_skills.py", description=__doc__.split("\n\n")[0],
+    # allow_abbrev=False: a prefix of a flag is not that flag (--sk is not --skill).
+    parser = OneLineParser(prog="package_skills.py", allow_abbrev=False, description=__doc__.split("\n\n")[0],
                            epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--skill", action="append", metavar="NAME", help="only this skill (repeatable; default: all)")
     parser.add_argument("--out", type=Path, default=REPO / "dist", help="output folder (default: dist/)")
@@ -120,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
             print(build_zip(skills[name], args.out))
     except PackageError as exc:
         print(f"package_skills.py: error: {exc}", file=sys.stderr)
-        return 1
+        return exc.exit_code
     return 0
 
 

@@ -62,8 +62,9 @@ def with_header(text: str, header: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # allow_abbrev=False: a prefix of a flag is not that flag (--che is not --check).
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 when a header is stale")
     args = parser.parse_args(argv)
     versions = pins()

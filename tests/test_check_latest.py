@@ -138,3 +138,10 @@ def test_bad_arguments_are_one_line(tmp_path):
     result = run_python([str(SCRIPT), "--dry-run", "--pins", str(tmp_path / "missing.txt")], tmp_path)
     assert_one_line_error(result, 2, "is not a file")
     assert_one_line_error(run_python([str(SCRIPT), "--frobnicate"], tmp_path), 2, "--frobnicate")
+
+
+@pytest.mark.parametrize("script, prefix", [("check_latest.py", "--dry"), ("sync_inline_metadata.py", "--che")])
+def test_a_prefix_of_a_flag_is_not_that_flag(tmp_path, script, prefix):
+    """The maintainer tools take --dry-run and --check only spelled out: a prefix such as --che is an error."""
+    result = run_python([str(REPO / "scripts" / script), prefix], tmp_path)
+    assert_one_line_error(result, 2, f"unrecognized arguments: {prefix}")

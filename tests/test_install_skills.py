@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -33,14 +34,14 @@ def places(tmp_path):
 
 
 @pytest.fixture
-def cli(places, capsys):
-    """cli("install", "--agent", "claude", ...) -> (exit code, stdout, stderr) in the temporary home and project."""
+def cli(places):
+    """cli("install", "--agent", "claude", ...) -> (exit code, stdout, stderr): the command run as users run it,
+    in the temporary home and project; the timeout turns a hang (a FIFO read) into a failure."""
 
     def run(command: str, *args: str, skills_dir=SKILLS_DIR):
-        code = installer.main([command, "--home", str(places / "home"), "--project", str(places / "project"),
-                               "--skills-dir", str(skills_dir), *args])
-        captured = capsys.readouterr()
-        return code, captured.out, captured.err
+        result = run_python([str(SCRIPT), command, "--home", str(places / "home"), "--project",
+                             str(places / "project"), "--skills-dir", str(skills_dir), *args], places, timeout=30)
+        return result.returncode, result.stdout, result.stderr
 
     return run
 
@@ -58,7 +59,7 @@ def states(cli, *args: str) -> dict[tuple[str, str], str]:
 
 def assert_refused(result, code: int, fragment: str):
     exit_code, _, err = result
-    assert exit_code == code, err
+    assert exit_code == code and "Traceback" not in err, err
     lines = [line for line in err.splitlines() if ": error: " in line]
     assert len(lines) == 1 and fragment in lines[0], err
 
@@ -138,6 +139,64 @@ def test_a_copy_edited_since_install_is_kept_unless_forced(cli, places):
     assert not installed.exists()
 
 
+@pytest.mark.parametrize("added, named", [
+    (".notes.md", ".notes.md"),
+    (".git/HEAD", ".git/"),
+    (".venv/", ".venv/"),
+    ("scripts/__pycache__/env_check.cpython-311.pyc", "scripts/__pycache__/"),
+])
+def test_anything_added_to_a_copy_makes_it_modified_and_is_kept(cli, places, added, named):
+    """Hidden files and folders are the user's too: reinstall and uninstall refuse to delete them unless forced."""
+    assert cli("install", "--agent", "claude", "--skill", SKILLS[0])[0] == 0
+    installed = places / ROOTS["claude"] / SKILLS[0]
+    path = installed / added
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if added.endswith("/"):
+        path.mkdir()
+    else:
+        path.write_text("mine\n")
+    before = tree_digest(installed)
+    _, out, _ = cli("list", "--json", "--agent", "claude", "--skill", SKILLS[0])
+    [row] = json.loads(out)
+    assert row["state"] == "modified" and f"added since: {named}" in row["detail"], row
+    assert_refused(cli("install", "--agent", "claude", "--skill", SKILLS[0]), 1, f"added since: {named}")
+    assert_refused(cli("uninstall", "--agent", "claude", "--skill", SKILLS[0]), 1, f"added since: {named}")
+    assert path.exists() and tree_digest(installed) == before
+    assert cli("uninstall", "--agent", "claude", "--skill", SKILLS[0], "--force")[0] == 0
+    assert not installed.exists()
+
+
+@pytest.mark.parametrize("kind", ["dangling symlink", "symlink out of the copy", "fifo"])
+def test_a_link_or_fifo_in_a_copy_is_named_never_followed_or_read(cli, places, kind):
+    assert cli("install", "--agent", "claude", "--skill", SKILLS[0])[0] == 0
+    installed = places / ROOTS["claude"] / SKILLS[0]
+    outside = places / "outside.txt"
+    outside.write_text("not the skill's\n")
+    odd = installed / "scripts" / "odd"
+    if kind == "fifo":
+        os.mkfifo(odd)
+    else:
+        odd.symlink_to(outside if kind == "symlink out of the copy" else places / "nowhere")
+    assert states(cli, "--agent", "claude")[("claude", SKILLS[0])] == "modified"
+    assert_refused(cli("install", "--agent", "claude", "--skill", SKILLS[0]), 1, "added since: scripts/odd")
+    assert_refused(cli("uninstall", "--agent", "claude", "--skill", SKILLS[0]), 1, "added since: scripts/odd")
+    assert os.path.lexists(odd)
+    assert cli("uninstall", "--agent", "claude", "--skill", SKILLS[0], "--force")[0] == 0
+    assert not installed.exists() and outside.read_text() == "not the skill's\n", "a link is removed, not followed"
+
+
+@pytest.mark.parametrize("blocker", ["file", "dangling symlink"])
+def test_a_file_where_the_skills_folder_goes_is_one_error_line(cli, places, blocker):
+    claude = places / "home" / ".claude"
+    if blocker == "file":
+        claude.write_text("mine\n")
+    else:
+        claude.symlink_to(places / "nowhere")
+    assert_refused(cli("install", "--agent", "all"), 2, f"{claude} is not a folder")
+    assert os.path.lexists(claude) and (blocker != "file" or claude.read_text() == "mine\n")
+    assert not (places / "home" / ".agents").exists(), "checked before anything is installed"
+
+
 def test_reinstalling_our_own_install_updates_it(cli, places):
     assert cli("install", "--agent", "claude", "--skill", SKILLS[1])[0] == 0
     code, out, _ = cli("install", "--agent", "claude", "--skill", SKILLS[1], "--mode", "link")
@@ -181,8 +240,13 @@ def test_the_bundle_source_itself_is_never_replaced(cli, places, tmp_path):
 def test_usage_errors_are_one_line(cli, places):
     assert_refused(cli("install", "--skill", "no-such-skill"), 2, "unknown skill 'no-such-skill'")
     assert_refused(cli("install", "--agent", "cursor"), 2, "invalid choice")
-    code = installer.main(["install", "--home", str(places / "missing")])
-    assert code == 2
+    assert_refused(cli("install", "--home", str(places / "missing")), 2, "is not a directory")
+    # A prefix of a flag is not that flag: `--for` must not mean --force, nor `--js` --json.
+    assert_refused(cli("install", "--for"), 2, "unrecognized arguments: --for")
+    assert_refused(cli("list", "--js"), 2, "unrecognized arguments: --js")
+    assert not (places / "home" / ".claude").exists()
+    read_only_home = Path("/sys")  # read-only even for root
+    assert_refused(cli("install", "--home", str(read_only_home)), 2, f"{read_only_home / '.claude'}")
 
 
 def test_as_a_command_it_installs_into_HOME(tmp_path):

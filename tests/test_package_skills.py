@@ -9,11 +9,12 @@ import os
 import shutil
 import stat
 import zipfile
+from pathlib import Path
 
 import pytest
 import skills_ref
 
-from conftest import REPO, SKILLS_DIR, run_python, skill_dirs
+from conftest import REPO, SKILLS_DIR, assert_one_line_error, run_python, skill_dirs
 
 SCRIPT = REPO / "scripts" / "package_skills.py"
 spec = importlib.util.spec_from_file_location("package_skills", SCRIPT)
@@ -83,3 +84,39 @@ def test_a_folder_that_is_not_a_skill_is_refused(tmp_path):
     with pytest.raises(packager.PackageError, match="must equal the folder name 'renamed'"):
         packager.build_zip(renamed, tmp_path / "dist")
     assert not (tmp_path / "dist" / "renamed.zip").exists()
+
+
+@pytest.mark.parametrize("kind", ["symlink out of the skill", "dangling symlink", "fifo"])
+def test_a_link_or_special_file_in_a_skill_is_refused_by_name(tmp_path, kind):
+    """A link out of the skill would upload its target (a secret) inside the zip; a FIFO would block the build."""
+    skills = tmp_path / "skills"
+    shutil.copytree(SKILLS_DIR / SKILLS[0], skills / SKILLS[0], ignore=shutil.ignore_patterns("__pycache__"))
+    secret = tmp_path / "secret.txt"
+    secret.write_text("token=not-for-upload\n")
+    odd = skills / SKILLS[0] / "references" / "notes.md"
+    if kind == "fifo":
+        os.mkfifo(odd)
+    else:
+        odd.symlink_to(secret if kind == "symlink out of the skill" else tmp_path / "nowhere")
+    result = run_python([str(SCRIPT), "--skills-dir", str(skills), "--out", str(tmp_path / "dist")], tmp_path,
+                        timeout=60)
+    assert_one_line_error(result, 2, f"{odd} is ")
+    assert not list((tmp_path / "dist").glob("*.zip")), "nothing is packaged"
+    assert secret.read_text() == "token=not-for-upload\n"
+
+
+@pytest.mark.parametrize("out", ["a file", "a read-only folder", "a folder under a read-only one"])
+def test_an_unusable_out_is_one_error_line(tmp_path, out):
+    target = {"a file": tmp_path / "dist", "a read-only folder": Path("/sys"),  # read-only even for root
+              "a folder under a read-only one": Path("/sys/dist")}[out]
+    if out == "a file":
+        target.write_text("mine\n")
+    result = run_python([str(SCRIPT), "--out", str(target)], tmp_path)
+    assert_one_line_error(result, 2, f"--out {str(target)!r}")
+    assert out != "a file" or target.read_text() == "mine\n"
+
+
+def test_a_prefix_of_a_flag_is_not_that_flag(tmp_path):
+    result = run_python([str(SCRIPT), "--ou", str(tmp_path / "dist")], tmp_path)
+    assert_one_line_error(result, 2, "unrecognized arguments: --ou")
+    assert not (tmp_path / "dist").exists()

@@ -1,10 +1,19 @@
-"""The main job (scripts/smoke_runner.py): table and JSON, non-zero exit when a script fails."""
+"""The main job (scripts/smoke_runner.py): table and JSON, non-zero exit when a script fails or when nothing runs,
+rows printed as their scripts finish."""
 
 import json
+import os
+import pty
+import select
 import shutil
+import subprocess
+import sys
 import textwrap
+import time
 
-from conftest import REPO, run_python
+import pytest
+
+from conftest import REPO, assert_one_line_error, isolated_env, run_python
 
 RUNNER = REPO / "scripts" / "smoke_runner.py"
 FAKE_SCRIPT = textwrap.dedent("""
@@ -15,6 +24,22 @@ FAKE_SCRIPT = textwrap.dedent("""
         run.check("fails-on-request", "FAIL" not in __file__, __file__)
 
     parser = build_parser("x_smoke.py", "fake", "python scripts/x_smoke.py")
+    sys.exit(run_main(__file__, parser, body, []))
+""")
+# Finishes only once the test creates the file named by $RELEASE_FILE (or after a minute, failing).
+WAITING_SCRIPT = textwrap.dedent("""
+    import os
+    import sys
+    import time
+    from smoke_contract import build_parser, run_main
+
+    def body(run):
+        deadline = time.monotonic() + 60
+        while not os.path.exists(os.environ["RELEASE_FILE"]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        run.check("released", os.path.exists(os.environ["RELEASE_FILE"]), "the test let it finish")
+
+    parser = build_parser("z_smoke.py", "waits for the test", "python scripts/z_smoke.py")
     sys.exit(run_main(__file__, parser, body, []))
 """)
 
@@ -38,6 +63,7 @@ def test_runner_reports_every_script_and_fails_when_one_fails(tmp_path):
     assert rows["good_smoke.py"]["ok"] and rows["good_smoke.py"]["checks"] == 1
     assert not rows["FAIL_smoke.py"]["ok"] and "fails-on-request" in rows["FAIL_smoke.py"]["error"]
     assert report["ok"] is False and report["devices"] == ["cpu"]
+    assert "running" not in result.stderr, "no progress line when stderr is not a terminal"
 
 
 def test_runner_table_names_skill_script_device_result_seconds_and_ratio(tmp_path):
@@ -49,7 +75,64 @@ def test_runner_table_names_skill_script_device_result_seconds_and_ratio(tmp_pat
     assert row.split()[:4] == ["demo-skill", "good_smoke.py", "cpu", "pass"]
 
 
-def test_runner_says_when_there_are_no_smoke_scripts(tmp_path):
+def test_a_run_with_no_smoke_scripts_is_not_a_pass(tmp_path):
     (tmp_path / "skills").mkdir()
-    result = run_python([str(RUNNER), "--skills-dir", str(tmp_path / "skills"), "--device", "cpu"], tmp_path)
-    assert result.returncode == 0 and "no smoke scripts yet" in result.stdout
+    result = run_python([str(RUNNER), "--skills-dir", str(tmp_path / "skills"), "--device", "cpu", "--json"], tmp_path)
+    assert_one_line_error(result, 2, "no smoke scripts under")
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize("args, named", [
+    (["--skill", "composer-trainin"], "composer-training, transformers-training"),
+    (["--script", "env_check"], "train_smoke"),
+    (["--skill", "composer-training", "--script", "training_args_smoke"], "smoke scripts of composer-training: "),
+    # A prefix of a flag is not that flag (the unknown skill keeps the run short wherever --rep is taken).
+    (["--rep", "1", "--skill", "composer-trainin"], "unrecognized arguments: --rep"),
+])
+def test_an_unknown_name_runs_nothing_and_names_the_valid_ones(tmp_path, args, named):
+    """Checked before anything runs (not even the CUDA probe of --device all), so a typo answers at once."""
+    started = time.monotonic()
+    result = run_python([str(RUNNER), *args, "--json"], tmp_path)
+    assert_one_line_error(result, 2, named)
+    assert result.stdout == "" and time.monotonic() - started < 1.5
+
+
+def read_until(fd: int, wanted: bytes, seconds: float) -> bytes:
+    """What ``fd`` gives until ``wanted`` shows up, the writer closes it, or ``seconds`` pass."""
+    seen, deadline = b"", time.monotonic() + seconds
+    while wanted not in seen and select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # a pty whose other end has closed
+            break
+        if not chunk:
+            break
+        seen += chunk
+    return seen
+
+
+def test_rows_print_as_scripts_finish_with_a_progress_line_on_a_terminal(tmp_path):
+    make_skill(tmp_path / "skills", "demo-skill", ["a_smoke.py"])
+    (tmp_path / "skills" / "demo-skill" / "scripts" / "z_smoke.py").write_text(WAITING_SCRIPT)
+    release = tmp_path / "release"
+    terminal, runner_stderr = pty.openpty()
+    runner = subprocess.Popen([sys.executable, str(RUNNER), "--skills-dir", str(tmp_path / "skills"), "--device", "cpu"],
+                              cwd=tmp_path, env=isolated_env(tmp_path, {"RELEASE_FILE": str(release)}),
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=runner_stderr)
+    os.close(runner_stderr)
+    try:
+        shown = read_until(runner.stdout.fileno(), b"a_smoke.py", 30).decode()
+        assert runner.poll() is None, "z_smoke.py waits for the test"
+        assert "a_smoke.py" in shown and "pass" in shown.splitlines()[-1], shown
+        progress = read_until(terminal, b"z_smoke.py", 30).decode()
+        assert "[2/2] running demo-skill/z_smoke.py on cpu" in progress and "\r" in progress, progress
+        release.touch()
+        assert runner.wait(timeout=60) == 0
+        rest = runner.stdout.read().decode()
+        assert "z_smoke.py" in rest and "pass" in rest, rest
+    finally:
+        release.touch()  # a runner that failed the test must not leave z_smoke.py waiting
+        runner.kill()
+        runner.wait()
+        runner.stdout.close()
+        os.close(terminal)
