@@ -6,13 +6,28 @@ works; ``tests/test_contract.py`` fails when a copy drifts from ``scripts/smoke_
 
 The contract (``references/smoke-script-contract.md`` explains it for users):
   flags      --device {auto,cpu,gpu}  --seed N  --output-dir DIR  --keep  --json
-  exit codes 0 all checks passed, 1 a check failed, 2 usage error, 3 missing dependency, 4 device not there
+  exit codes 0 all checks passed, 1 a check failed, 2 usage error, 3 missing dependency, 4 device not there,
+             130 / 143 interrupted by SIGINT / SIGTERM
   --json     one object on stdout: script, ok, device, versions, checks [{name, ok, detail}], seconds
   logs       stderr only; a bad argument or a failure is one line, never a traceback
              (set SMOKE_DEBUG=1 to see the traceback of an unexpected error)
   files      written only inside the output directory, which is a fresh temporary directory removed at exit
              unless --output-dir or --keep is given; Hub, dataset and compiler caches are pointed into it and
-             the Hugging Face libraries are put in offline mode before they are imported
+             the Hugging Face libraries are put in offline mode before they are imported; distributed variables
+             inherited from a launcher or a cluster job (RANK, MASTER_ADDR...) are cleared, with one log line
+  signals    SIGINT and SIGTERM raise ``Interrupted`` (a KeyboardInterrupt) in the main thread while the body runs,
+             so its ``finally`` blocks run; then the error line, the JSON summary, the temporary directory removed,
+             exit 128 + the signal (130, 143). It is raised once, so later signals do not cut the body's clean-up
+             short, and once a signal came the run ends as interrupted whatever the body did next. A signal during
+             an import is raised when the import is done (at the next require(), check or step): an exception inside
+             torch's import can abort the process. One before the body stops it as it starts; one after it (while
+             the summary is written) is ignored. A process forked from the script dies by the signal as it would
+             without the contract; one the checks started with multiprocessing and left running is killed before
+             the output directory is removed. Importing Composer installs its own handler (``sys.exit(128 + signal)``):
+             ``require`` takes the signals back, and a SystemExit with that code from the body counts as the
+             interruption it is.
+  stdout     a summary that cannot be written (a closed pipe, a full disk) is a failure: exit 1 unless the run
+             already failed, one error line saying so
 """
 
 from __future__ import annotations
@@ -23,8 +38,10 @@ import importlib.metadata
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from contextlib import contextmanager
@@ -35,13 +52,16 @@ EXIT_CHECK_FAILED = 1
 EXIT_USAGE = 2
 EXIT_MISSING_DEPENDENCY = 3
 EXIT_NO_DEVICE = 4
+EXIT_INTERRUPTED = 128  # plus the signal number, as a shell reports it: 130 for SIGINT (Ctrl-C), 143 for SIGTERM
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 EXIT_CODES_HELP = """exit codes:
   0  all checks passed
   1  a check failed (the message names the check)
   2  usage error (bad argument, output dir not usable or not empty, missing or damaged input file)
   3  a dependency is missing (the message gives the pip line that fixes it)
-  4  the requested device is not there (--device gpu without CUDA)"""
+  4  the requested device is not there (--device gpu without CUDA)
+  130, 143  interrupted by SIGINT (Ctrl-C) or SIGTERM; the temporary output directory is removed"""
 
 # Variables set before any Hugging Face or torch import so nothing is fetched and nothing is cached outside
 # the output directory. Values are relative to the output directory's ".cache" folder, or literal strings.
@@ -66,6 +86,17 @@ CACHE_ENV = {
     "XDG_CACHE_HOME": "xdg",
     "TMPDIR": "tmp",
 }
+# What torchrun, the composer launcher, accelerate and MPI set for one rank of a job. A smoke script inherits them
+# inside a cluster job or a launched shell; left in place, torch would try to join that job (connect to its
+# MASTER_ADDR) or Composer would train as one of its ranks. Scripts that need ranks launch their own.
+DISTRIBUTED_ENV = (
+    "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK", "GROUP_WORLD_SIZE",
+    "ROLE_RANK", "ROLE_WORLD_SIZE", "ROLE_NAME", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID",
+    "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_USE_AGENT_STORE",
+    "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS",
+    "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
+    "MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE",
+)
 
 
 class SmokeError(Exception):
@@ -74,6 +105,96 @@ class SmokeError(Exception):
     def __init__(self, message: str, exit_code: int = EXIT_CHECK_FAILED):
         super().__init__(message)
         self.exit_code = exit_code
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived while the body ran. Raised in the main thread, so the body's ``finally`` blocks
+    run; run_main reports it and exits with ``exit_code``."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+        self.signum = signum
+        self.exit_code = EXIT_INTERRUPTED + signum
+
+
+class _SignalGate:
+    """SIGINT and SIGTERM for the length of run_main (see the module docstring)."""
+
+    active: _SignalGate | None = None  # the gate of the run_main in progress, for require() and SmokeRun
+
+    def __init__(self):
+        self.pid = os.getpid()
+        self.in_body = False
+        self.signum: int | None = None  # the first SIGINT or SIGTERM of the run
+        self.raised = False  # Interrupted was raised for it: once, so the body's clean-up is not cut short
+        self.previous: dict[int, object] = {}
+
+    def __enter__(self) -> _SignalGate:
+        if threading.current_thread() is threading.main_thread():  # the only thread that may set handlers
+            for signum in STOP_SIGNALS:
+                if signal.getsignal(signum) is not signal.SIG_IGN:  # e.g. SIGINT of a `cmd &` job stays ignored
+                    self.previous[signum] = signal.signal(signum, self.handle)
+        _SignalGate.active = self
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        _SignalGate.active = None
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler or signal.SIG_DFL)  # None: a handler set outside Python
+
+    def reclaim(self) -> None:
+        """Set the handlers again where an import replaced them (Composer installs its own)."""
+        for signum in self.previous:
+            if signal.getsignal(signum) != self.handle:
+                signal.signal(signum, self.handle)
+
+    def handle(self, signum: int, frame) -> None:
+        if os.getpid() != self.pid:  # a forked child (multiprocessing) dies by the signal, as without the contract
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        if self.signum is None:
+            self.signum = signum
+        if not _importing(frame):
+            self.interrupt_point()
+
+    def interrupt_point(self) -> None:
+        """Raise Interrupted if a signal came while the body runs and none was raised yet."""
+        if self.in_body and self.signum is not None and not self.raised:
+            self.raised = True
+            raise Interrupted(self.signum)
+
+    def run_body(self, body, run) -> None:
+        """``body(run)``, interruptible. A signal during the set-up stops it before it starts; once a signal came, the
+        run ends as interrupted whatever the body did next (a library may have swallowed the exception)."""
+        self.in_body = True
+        try:
+            self.interrupt_point()
+            body(run)
+        except SystemExit as exc:  # Composer's handler, if it got in (it exits with 128 + the signal), or sys.exit
+            if exc.code not in [EXIT_INTERRUPTED + signum for signum in STOP_SIGNALS]:
+                raise SmokeError(f"the checks stopped with sys.exit({exc.code!r})", EXIT_CHECK_FAILED) from None
+            self.signum = self.signum or exc.code - EXIT_INTERRUPTED
+        finally:
+            self.in_body = False
+            if self.signum is not None:
+                raise Interrupted(self.signum) from None
+
+
+def _importing(frame) -> bool:
+    """Whether the main thread is inside an import. An exception raised there can abort the process (torch's C++
+    initialisation calls back into Python) or leave a module half imported (numpy without ndarray), so a signal
+    that lands there is raised at the next interrupt point: the end of require(), a check or a step."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _interrupt_point() -> None:
+    if _SignalGate.active is not None:
+        _SignalGate.active.interrupt_point()
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -88,12 +209,13 @@ def build_parser(script: str, description: str, example: str) -> argparse.Argume
         description=description,
         epilog=f"example:\n  {example}\n\n{EXIT_CODES_HELP}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,  # `--js` must not pass for --json: run_main looks for the literal flag
     )
     contract = parser.add_argument_group("contract flags (every smoke script)")
     contract.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto",
                           help="auto picks gpu when CUDA is available (default: auto)")
     contract.add_argument("--seed", type=seed_int, default=0, help=f"random seed, 0 to {MAX_SEED} (default: 0)")
-    contract.add_argument("--output-dir", type=Path, default=None,
+    contract.add_argument("--output-dir", type=output_dir_path, default=None,
                           help="where every file is written: a new or empty folder (default: a temporary "
                                "directory removed at exit)")
     contract.add_argument("--keep", action="store_true", help="keep the temporary output directory")
@@ -124,16 +246,41 @@ def seed_int(text: str) -> int:
     return _int_between(text, 0, MAX_SEED)
 
 
+def output_dir_path(text: str) -> Path:
+    """argparse type for --output-dir: the empty string is refused (Path reads it as the working folder)."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path is not a folder; give a new or empty folder")
+    return Path(text)
+
+
 def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    """One line on stderr. A stderr that cannot be written (closed, a full disk) is skipped, never an error."""
+    if sys.stderr is None:  # started with stderr closed (2>&-)
+        return
+    try:
+        print(message, file=sys.stderr, flush=True)
+    except OSError:
+        _discard(sys.stderr)
+
+
+def _discard(stream) -> None:
+    """Point a stream whose write failed at os.devnull, so what is still buffered, and the interpreter's flush at
+    exit, do not fail again (Python's advice for BrokenPipeError)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, stream.fileno())
+    os.close(devnull)
 
 
 def require(module: str, pip_line: str):
     """Import ``module`` or fail with exit code 3 and the pip line that fixes it."""
     try:
-        return importlib.import_module(module)
+        imported = importlib.import_module(module)
     except ImportError as exc:
         raise SmokeError(f"missing dependency {module!r} ({exc}); fix: {pip_line}", EXIT_MISSING_DEPENDENCY) from None
+    if _SignalGate.active is not None:
+        _SignalGate.active.reclaim()  # `import composer` replaces the SIGINT and SIGTERM handlers with its own
+    _interrupt_point()
+    return imported
 
 
 def package_versions(distributions: list[str]) -> dict[str, str | None]:
@@ -158,12 +305,24 @@ class SmokeRun:
         self.started = time.perf_counter()
         self._temporary = args.output_dir is None
         self.output_dir = self._prepare_output_dir(args.output_dir)
-        self._isolate_caches()
+        try:
+            self._isolate_caches()
+        except BaseException:
+            self.cleanup()
+            raise
+        self._clear_distributed_env()
 
     @staticmethod
     def _prepare_output_dir(requested: Path | None) -> Path:
         if requested is None:
+            _refuse_braces(Path(tempfile.gettempdir()).resolve(), "the temporary folder",
+                           "set TMPDIR to a folder without braces or give --output-dir")
             return Path(tempfile.mkdtemp(prefix="smoke-")).resolve()
+        for path in [requested, *requested.parents]:  # mkdir would only say "File exists"
+            if path.is_symlink() and not path.exists():
+                raise SmokeError(f"--output-dir {str(requested)!r}: {str(path)!r} is a dangling symbolic link (to "
+                                 f"{os.readlink(path)!r}); give a new or empty folder", EXIT_USAGE)
+        _refuse_braces(requested.resolve(), f"--output-dir {str(requested)!r}", "choose a folder without braces")
         if requested.exists() and not requested.is_dir():
             raise SmokeError(f"--output-dir {str(requested)!r} exists and is not a directory", EXIT_USAGE)
         if requested.is_dir() and any(requested.iterdir()):  # never mix with (and maybe overwrite) other files
@@ -188,6 +347,14 @@ class SmokeRun:
             os.environ[name] = str(path)
         tempfile.tempdir = os.environ["TMPDIR"]
 
+    def _clear_distributed_env(self) -> None:
+        inherited = [name for name in DISTRIBUTED_ENV if name in os.environ]
+        for name in inherited:
+            del os.environ[name]
+        if inherited:
+            log(f"{self.script}: cleared inherited distributed variables {', '.join(inherited)}: this script runs "
+                "as one process and launches its own ranks where it needs them")
+
     def resolve_device(self) -> str:
         """Turn --device into 'cpu' or 'gpu' (imports torch); gpu without CUDA is exit code 4."""
         torch = require("torch", "pip install torch")
@@ -198,6 +365,7 @@ class SmokeRun:
         return self.device
 
     def check(self, name: str, ok: bool, detail: object = "") -> bool:
+        _interrupt_point()
         ok = bool(ok)
         self.checks.append({"name": name, "ok": ok, "detail": detail if isinstance(detail, (str, int, float, list, dict)) else str(detail)})
         log(f"[{'ok' if ok else 'FAIL'}] {name}: {detail}")
@@ -209,6 +377,7 @@ class SmokeRun:
     @contextmanager
     def step(self, name: str):
         """Run a block; an exception inside it fails the check ``name`` and stops the script with exit 1."""
+        _interrupt_point()
         try:
             yield
         except SmokeError:
@@ -241,44 +410,86 @@ class SmokeRun:
             shutil.rmtree(self.output_dir, ignore_errors=True)
 
 
+def _refuse_braces(path: Path, named: str, remedy: str) -> None:
+    """Composer expands {rank}, {run_name}... in the paths it is given (an unknown name or a lone brace raises), so
+    files would land in sibling folders outside the output directory."""
+    if "{" in str(path) or "}" in str(path):
+        raise SmokeError(f"{named} has a brace in its path {str(path)!r}: Composer expands {{rank}}-style "
+                         f"placeholders in paths, so files would land outside it; {remedy}", EXIT_USAGE)
+
+
 def run_main(script: str, parser: argparse.ArgumentParser, body, distributions: list[str],
              argv: list[str] | None = None, validate=None) -> int:
     """Parse, run ``body(run)``, print the summary and return the contract exit code.
 
     ``validate(args)`` runs before anything is imported or written and may raise SmokeError (usage errors).
-    ``body(run)`` records checks with ``run.check``; a failed check gives exit code 1.
+    ``body(run)`` records checks with ``run.check``; a failed check gives exit code 1. SIGINT and SIGTERM reach
+    the body as ``Interrupted`` (exit 130 / 143); the temporary output directory is removed in every case.
     """
+    argv = sys.argv[1:] if argv is None else argv
+    json_requested = "--json" in argv  # the parser takes no abbreviation, so this is the only spelling
     run = None
-    json_requested = "--json" in (sys.argv[1:] if argv is None else argv)
-    try:
-        args = parser.parse_args(argv)
-        if validate is not None:
-            validate(args)
-        run = SmokeRun(script, args, distributions)
-        body(run)
-        failed = [check["name"] for check in run.checks if not check["ok"]]
-        if not run.checks:
-            raise SmokeError("no check ran", EXIT_CHECK_FAILED)
-        if failed:
-            raise SmokeError(f"failed checks: {', '.join(failed)}", EXIT_CHECK_FAILED)
-        exit_code, error = EXIT_OK, None
-    except SmokeError as exc:
-        exit_code, error = exc.exit_code, str(exc)
-    except KeyboardInterrupt:
-        exit_code, error = 130, "interrupted"
-    except Exception as exc:  # noqa: BLE001 - the contract forbids tracebacks
-        if os.environ.get("SMOKE_DEBUG"):
-            traceback.print_exc()
-        exit_code, error = EXIT_CHECK_FAILED, " ".join(f"unexpected {type(exc).__name__}: {exc}".split())[:500]
-    if error:
-        log(f"{script}: error: {error}")
-    if json_requested:
-        summary = run.summary(error, exit_code) if run else {
-            "script": script, "ok": False, "device": None, "versions": package_versions(distributions),
-            "checks": [], "seconds": 0.0, "exit_code": exit_code, "error": error}
-        print(json.dumps(summary, indent=None, sort_keys=False, default=str), flush=True)
-    elif exit_code == EXIT_OK and run:
-        log(f"{script}: {len(run.checks)} checks passed on {run.device} in {run.summary()['seconds']:.1f}s")
-    if run:
-        run.cleanup()
+    with _SignalGate() as gate:
+        try:
+            try:
+                args = parser.parse_args(argv)
+                if validate is not None:
+                    validate(args)
+                run = SmokeRun(script, args, distributions)
+                gate.run_body(body, run)
+                failed = [check["name"] for check in run.checks if not check["ok"]]
+                if not run.checks:
+                    raise SmokeError("no check ran", EXIT_CHECK_FAILED)
+                if failed:
+                    raise SmokeError(f"failed checks: {', '.join(failed)}", EXIT_CHECK_FAILED)
+                exit_code, error = EXIT_OK, None
+            except SmokeError as exc:
+                exit_code, error = exc.exit_code, str(exc)
+            except KeyboardInterrupt as exc:  # Interrupted, or a SIGINT where the gate could not be set
+                interrupted = exc if isinstance(exc, Interrupted) else Interrupted(signal.SIGINT)
+                exit_code, error = interrupted.exit_code, str(interrupted)
+            except Exception as exc:  # noqa: BLE001 - the contract forbids tracebacks
+                if os.environ.get("SMOKE_DEBUG"):
+                    traceback.print_exc()
+                exit_code, error = EXIT_CHECK_FAILED, " ".join(f"unexpected {type(exc).__name__}: {exc}".split())[:500]
+            summary = None
+            if json_requested:
+                summary = run.summary(error, exit_code) if run else {
+                    "script": script, "ok": False, "device": None, "versions": package_versions(distributions),
+                    "checks": [], "seconds": 0.0, "exit_code": exit_code, "error": error}
+            unwritten = _write_stdout(None if summary is None else json.dumps(summary, default=str))
+            if unwritten:
+                exit_code, error = exit_code or EXIT_CHECK_FAILED, f"{error}; {unwritten}" if error else unwritten
+            if error:
+                log(f"{script}: error: {error}")
+            elif not json_requested:
+                log(f"{script}: {len(run.checks)} checks passed on {run.device} in {run.summary()['seconds']:.1f}s")
+        finally:
+            _end_child_processes()
+            if run is not None:
+                run.cleanup()
     return exit_code
+
+
+def _end_child_processes() -> None:
+    """Processes the checks started with multiprocessing and left running (a crash drill that was interrupted) would
+    go on writing into the output directory after it is removed, and keep the script from exiting: kill them."""
+    multiprocessing = sys.modules.get("multiprocessing")
+    for child in multiprocessing.active_children() if multiprocessing else []:
+        child.kill()
+        child.join()
+
+
+def _write_stdout(line: str | None) -> str | None:
+    """Print ``line`` (if any) and flush stdout, with whatever the checks printed; returns why that failed."""
+    stream = sys.stdout
+    if stream is None:  # started with stdout closed (>&-)
+        return None if line is None else "could not write to stdout: it is closed"
+    try:
+        if line is not None:
+            print(line, file=stream)
+        stream.flush()
+    except OSError as exc:
+        _discard(stream)
+        return f"could not write to stdout: {exc.strerror or exc}"
+    return None

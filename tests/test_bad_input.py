@@ -3,9 +3,10 @@ value, ends with a contracted exit code and one error line, prints no traceback,
 output directory (the files it was given stay byte-for-byte the same).
 
 Hostile values: negative, zero and huge numbers, non-numbers, unknown choices and devices, unknown flags, a flag
-without its value, output dirs that are files, not empty, or on a read-only file system, input paths that do not
-exist, are folders, are empty or hold garbage; paths have spaces and non-ASCII characters. The options of each
-script are read from its own parser, so a new flag is fuzzed without a change here.
+without its value, output dirs that are files, not empty, on a read-only file system, the empty string, a dangling
+link, or hold a brace (Composer would expand it), input paths that do not exist, are folders, are empty or hold
+garbage; paths have spaces and non-ASCII characters. The options of each script are read from its own parser, so a
+new flag is fuzzed without a change here.
 
 The scripts of a skill run in one worker process (tests/script_worker.py, conftest.ScriptWorker) that calls their
 main(argv) once per example, with the offline guard, a fresh HOME and TMPDIR, and the environment restored between
@@ -54,15 +55,20 @@ def hostile_value(draw, option: dict, sandbox: Path) -> list[str]:
         # The worker hides CUDA, so --device gpu must be exit 4 wherever the suite runs.
         value = draw(st.one_of(unknown, st.just("gpu")) if flag == "--device" else unknown)
     elif flag == "--output-dir":
-        choice, name = draw(st.sampled_from(["file", "not empty", "read-only", "under a file"])), draw(names)
-        a_file, full = sandbox / f"{name}.txt", sandbox / f"full {name}"
+        choice = draw(st.sampled_from(["file", "not empty", "read-only", "under a file", "empty", "dangling link",
+                                       "braces"]))
+        name = draw(names)
+        a_file, full, link = sandbox / f"{name}.txt", sandbox / f"full {name}", sandbox / f"link {name}"
         target = {"file": a_file, "not empty": full, "read-only": READ_ONLY_FS / f"smoke {name}",
-                  "under a file": a_file / "out"}[choice]
+                  "under a file": a_file / "out", "empty": "", "dangling link": link,
+                  "braces": sandbox / draw(st.sampled_from(["{rank}", "{run_name}", "x{", "}"])) / name}[choice]
         if choice in ("file", "under a file"):
             a_file.write_text("a file, not a folder")
         elif choice == "not empty":
             full.mkdir()
             (full / "keep me.txt").write_text("the user's file")
+        elif choice == "dangling link":
+            link.symlink_to(sandbox / "gone")
         value = str(target)
     elif kind == "path":  # an input file
         choice = draw(st.sampled_from(["missing", "folder", "empty", "garbage"]))

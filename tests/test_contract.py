@@ -1,12 +1,17 @@
 """Every script in every skill follows the smoke-script contract (references/smoke-script-contract.md)."""
 
 import filecmp
+import os
+import re
+import socket
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, SKILLS_DIR, assert_one_line_error, leg_marks, run_python
+from conftest import CANONICAL_RUNS, REPO, SKILLS_DIR, assert_one_line_error, isolated_env, leg_marks, run_python
 
 CONTRACT = REPO / "scripts" / "smoke_contract.py"
 SCRIPTS = sorted(path for path in SKILLS_DIR.glob("*/scripts/*.py")
@@ -53,6 +58,36 @@ def test_bad_arguments_get_one_line_and_exit_2(script, tmp_path):
     assert a_file.read_text() == "keep me"
 
 
+@pytest.mark.parametrize("script", SCRIPT_PARAMS)
+def test_output_dirs_that_are_not_plain_folders_are_refused_saying_what_they_are(script, tmp_path):
+    """'' is not the working folder; a dangling link is named as one (mkdir says only "File exists"); a brace would be
+    expanded by Composer ({rank}, {run_name}), so checkpoints would land in sibling folders outside the output dir."""
+    assert_one_line_error(run_python([str(script), "--output-dir", ""], tmp_path), 2, "an empty path is not a folder")
+    (tmp_path / "link").symlink_to(tmp_path / "gone")
+    assert_one_line_error(run_python([str(script), "--output-dir", "link/out"], tmp_path), 2,
+                          f"{str(Path('link'))!r} is a dangling symbolic link")
+    for braced in ("out/{rank}", "out/{run_name}", "out/x{"):
+        assert_one_line_error(run_python([str(script), "--output-dir", braced], tmp_path), 2, "has a brace in its path")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["home", "link", "tmpdir"], \
+        "nothing is created for a refused output dir"
+
+
+@pytest.mark.parametrize("script", SCRIPT_PARAMS)
+def test_an_abbreviated_flag_is_not_taken_for_the_flag(script, tmp_path, script_worker):
+    """`env_check.py --js` once ran without JSON and exit 0: argparse took the prefix for --json while run_main looked
+    for the literal flag. Every long flag, one letter short, is refused and named."""
+    worker = script_worker(script)
+    for option in worker.options(script):
+        for flag in (flag for flag in option["flags"] if flag.startswith("--")):
+            value = {"flag": [], "choice": [(option["choices"] or ["x"])[0]], "count": ["1"], "seed": ["1"]}
+            prefix = flag[:-1]
+            result = worker.run(script, prefix, *value.get(option["kind"], ["x"]), cwd=tmp_path)
+            assert result.returncode == 2, f"{script.name} {prefix}: exit {result.returncode}\n{result.stderr[-1500:]}"
+            error_lines = [line for line in result.stderr.splitlines() if f"{script.name}: error: " in line]
+            assert len(error_lines) == 1 and re.search(rf"{re.escape(prefix)}(\s|$)", error_lines[0]), \
+                f"{script.name} {prefix}: {result.stderr[-1500:]}"
+
+
 def test_contract_module_behaviour(tmp_path):
     """The shared contract, exercised directly: checks, JSON shape, temp dir removal, exit codes."""
     script = tmp_path / "demo_smoke.py"
@@ -84,3 +119,62 @@ def test_contract_module_behaviour(tmp_path):
     failed = run_python([str(script), "--json", "--fail", "--output-dir", str(kept)], tmp_path)
     assert_one_line_error(failed, 1, "requested")
     assert failed.json["ok"] is False and (kept / "artifact.txt").exists(), "a given output dir is never removed"
+
+
+# A real script, run as users run it: the contract's summary is the last thing it writes.
+ENV_CHECK = SKILLS_DIR / "transformers-training" / "scripts" / "env_check.py"
+
+
+@pytest.mark.parametrize("stdout_kind", ["a closed pipe", "a full disk"])
+def test_a_summary_that_cannot_be_written_is_one_error_line_and_a_failure(stdout_kind, tmp_path):
+    """`env_check.py --json | true` and `> /dev/full` gave a traceback and left the temporary folder behind."""
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    env = isolated_env(tmp_path, {"TMPDIR": str(tmpdir)})
+    if stdout_kind == "a closed pipe":
+        reader, stdout = os.pipe()
+        os.close(reader)
+    else:
+        stdout = os.open("/dev/full", os.O_WRONLY)
+    try:
+        completed = subprocess.run([sys.executable, str(ENV_CHECK), "--json"], stdout=stdout, stderr=subprocess.PIPE,
+                                   stdin=subprocess.DEVNULL, env=env, cwd=tmp_path, text=True, timeout=240)
+    finally:
+        os.close(stdout)
+    assert completed.returncode == 1, completed.stderr[-2000:]
+    assert "Traceback" not in completed.stderr and "Exception ignored" not in completed.stderr, completed.stderr
+    error_lines = [line for line in completed.stderr.splitlines() if "env_check.py: error: " in line]
+    assert len(error_lines) == 1 and "could not write to stdout" in error_lines[0], completed.stderr[-2000:]
+    assert list(tmpdir.iterdir()) == [], "the temporary output folder must be removed"
+
+
+@pytest.mark.parametrize("script", [pytest.param(script, marks=leg_marks(SKILLS_DIR / script)) for script in
+                                    ["composer-training/scripts/train_smoke.py",
+                                     "transformers-training/scripts/training_args_smoke.py"]])
+def test_inherited_distributed_variables_are_cleared_before_torch_sees_them(script, tmp_path):
+    """Inside a cluster job RANK, WORLD_SIZE, MASTER_ADDR... are set: torch then tried to join that job (serve its
+    store, connect to MASTER_ADDR) and Composer trained as one of two ranks. Reproduced on loopback only: MASTER_ADDR
+    is 127.0.0.2 and MASTER_PORT a port this test holds there, listening and never answering, so serving on it fails
+    and an attempt to connect to it is seen here (torch connects from C++, past the offline guard)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.2", 0))
+    listener.listen(8)
+    listener.setblocking(False)
+    inherited = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.2",
+                 "MASTER_PORT": str(listener.getsockname()[1])}
+    try:
+        canonical = CANONICAL_RUNS[script.replace("/scripts/", "/")]
+        result = run_python([str(SKILLS_DIR / script), *canonical, "--device", "cpu", "--json"], tmp_path,
+                            env=inherited, timeout=120)
+        try:
+            listener.accept()[0].close()  # a connection attempt waits here
+            connected = True
+        except BlockingIOError:
+            connected = False
+    finally:
+        listener.close()
+    assert not connected, f"{script} connected to the inherited MASTER_ADDR"
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.network_attempts == []
+    cleared = [line for line in result.stderr_lines if "cleared inherited distributed variables" in line]
+    assert len(cleared) == 1 and all(name in cleared[0] for name in inherited), result.stderr[-3000:]
