@@ -23,12 +23,14 @@ multiplied by the number of ranks (the gradient too) unless `model.accepts_loss_
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import math
 import os
 import random
 import re
+import secrets
 import signal
 import socket
 import subprocess
@@ -37,10 +39,13 @@ import time
 from pathlib import Path
 
 sys.dont_write_bytecode = True  # importing the contract must not write __pycache__ into the skill folder
-from smoke_contract import EXIT_MISSING_DEPENDENCY, SmokeError, build_parser, log, positive_int, run_main
+from smoke_contract import EXIT_MISSING_DEPENDENCY, EXIT_USAGE, SmokeError, build_parser, log, positive_int, run_main
 
 SCRIPT = "distributed_smoke.py"
 LAUNCHERS = ("torchrun", "accelerate")
+LAUNCH_TOKEN_ENV = "DISTRIBUTED_SMOKE_LAUNCH_TOKEN"  # set in every process of a launch; --worker needs it
+LAUNCH_TOKEN_FILE = ".launch-token"  # the same token, written by the launch into its folder
+STOP_GRACE_SECONDS = 5  # between TERM and KILL when a launch is stopped
 DISTRIBUTIONS = ["transformers", "torch", "accelerate"]
 BATCH_SIZE = 8  # per rank; the dataset is one global batch, so every step reads every sample once
 STEPS = 3
@@ -116,13 +121,18 @@ def worker_train(args) -> None:
     say(trainer.args.process_index, trainer.args.world_size)
     trainer.train()
     rank = trainer.args.process_index
-    (args.output_dir / f"rank{rank}.json").write_text(json.dumps({
-        "rank": rank, "world_size": trainer.args.world_size,
+    write_result(args.output_dir, rank, {
+        "world_size": trainer.args.world_size,
         "backend": torch.distributed.get_backend() if torch.distributed.is_initialized() else None,
         "should_save": trainer.args.should_save, "global_step": trainer.state.global_step,
         "batches": batches, "initial": initial, "final": weights_digest(model), "reference_loss": reference,
         "shipped": first_log(shipped), "fixed": first_log(trainer),
-    }))
+    })
+
+
+def write_result(directory: Path, rank: int, result: dict) -> None:
+    with open(directory / f"rank{rank}.json", "x") as file:  # "x": never over a file that is already there
+        file.write(json.dumps({"rank": rank, "pid": os.getpid(), **result}))
 
 
 def first_log(trainer) -> dict:
@@ -192,10 +202,16 @@ def accelerate_command(world_size: int, *flags: str) -> list[str]:
 
 
 def launch(run, name: str, command: list[str], directory: Path) -> tuple[int, float, str, str]:
-    """Run one launcher in its own process group; returns (exit code, seconds, stdout, stderr)."""
+    """Run one launcher in a session of its own; returns (exit code, seconds, stdout, stderr). However this returns
+    or raises (a failure, --timeout, Ctrl-C), no process of the launch outlives it."""
     directory.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, MASTER_ADDR="127.0.0.1", PYTHONUNBUFFERED="1")
+    token = secrets.token_hex(16)
+    (directory / LAUNCH_TOKEN_FILE).write_text(token)
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1", PYTHONUNBUFFERED="1", **{LAUNCH_TOKEN_ENV: token})
     env.setdefault("OMP_NUM_THREADS", "1")  # torchrun sets this too; N ranks x all cores oversubscribes a CPU
+    # torch's TCPStore names the peer of every connection with getnameinfo; for its IPv4-mapped ::ffff:127.0.0.1,
+    # which /etc/hosts does not list, glibc asks the DNS server. Zero resolver attempts: no query leaves the machine.
+    env["RES_OPTIONS"] = f"{env.get('RES_OPTIONS', '')} attempts:0".strip()
     stdout_path, stderr_path = directory / "launcher.stdout.txt", directory / "launcher.stderr.txt"
     started, children_before = time.perf_counter(), children_cpu_seconds()
     with open(stdout_path, "w") as stdout, open(stderr_path, "w") as stderr:
@@ -204,14 +220,49 @@ def launch(run, name: str, command: list[str], directory: Path) -> tuple[int, fl
         try:
             code = process.wait(timeout=run.args.timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-            raise SmokeError(f"{name}: launch did not finish within --timeout {run.args.timeout}s "
-                             f"(logs in {directory})") from None
+            run.args.keep = True  # the error sends the user to these logs: a temporary output dir must stay
+            raise SmokeError(f"{name}: launch did not finish within --timeout {run.args.timeout}s; the logs of the "
+                             f"launcher and its ranks are kept in {directory}") from None
+        finally:
+            stop_launch(process, token)
     seconds = time.perf_counter() - started
     print(f"{name}: exit {code} in {seconds:.1f}s wall, {children_cpu_seconds() - children_before:.1f}s CPU "
           f"(launcher and ranks)", file=sys.stderr, flush=True)
     return code, seconds, stdout_path.read_text(errors="replace"), stderr_path.read_text(errors="replace")
+
+
+def stop_launch(process: subprocess.Popen, token: str) -> None:
+    """TERM the launcher's process group and every process that carries the launch's token (torchrun starts each
+    rank in a session of its own, out of the group's reach), KILL what is left after a grace, and wait for it. The
+    contract holds a second Ctrl-C while this runs."""
+    def running() -> bool:
+        return process.poll() is None or bool(launch_pids(token))
+
+    for sent in (signal.SIGTERM, signal.SIGKILL):
+        if not running():
+            return
+        with contextlib.suppress(ProcessLookupError):  # the launcher may end right now
+            if process.poll() is None:  # until it is reaped, its pid is the group's id and no one else's
+                os.killpg(process.pid, sent)
+        for pid in launch_pids(token):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sent)
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        while running() and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+
+def launch_pids(token: str) -> list[int]:
+    """Live processes started with this launch's token in their environment (Linux /proc; elsewhere the launcher's
+    process group is all there is to stop). A zombie's environment reads empty: it is gone already."""
+    marker = f"{LAUNCH_TOKEN_ENV}={token}".encode()
+    pids = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            with contextlib.suppress(OSError):  # a process may end while it is read, or be another user's
+                if entry.name.isdigit() and marker in Path(entry.path, "environ").read_bytes().split(b"\0"):
+                    pids.append(int(entry.name))
+    return pids
 
 
 def children_cpu_seconds() -> float:
@@ -334,12 +385,34 @@ def body(run) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_cli()
     argv = sys.argv[1:] if argv is None else argv
-    if "--worker" in argv:  # one rank of a launch: plain errors, the launcher side reports them
-        args = parser.parse_args(argv)
-        args.output_dir = args.output_dir.resolve()
-        worker_train(args)
+    worker_args = launched_worker(parser, argv)
+    if worker_args is not None:  # one rank of a launch: plain errors, the launcher side reports them
+        worker_train(worker_args)
         return 0
-    return run_main(SCRIPT, parser, body, DISTRIBUTIONS, argv)
+    return run_main(SCRIPT, parser, body, DISTRIBUTIONS, argv, validate=refuse_worker)
+
+
+def launched_worker(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace | None:
+    """The arguments of one rank of a launch this script started, else None: the launch's token must be both in the
+    environment and in the token file the launch wrote into the worker's --output-dir."""
+    token = os.environ.get(LAUNCH_TOKEN_ENV)
+    if "--worker" not in argv or not token:
+        return None
+    try:
+        args = parser.parse_args(argv)
+        launched = args.output_dir is not None and (args.output_dir / LAUNCH_TOKEN_FILE).read_text() == token
+    except (SmokeError, OSError, ValueError):
+        return None
+    if not launched:
+        return None
+    args.output_dir = args.output_dir.resolve()
+    return args
+
+
+def refuse_worker(args: argparse.Namespace) -> None:
+    if args.worker:
+        raise SmokeError("--worker is internal: it runs one rank of a launch this script starts; run the script "
+                         "without it", EXIT_USAGE)
 
 
 if __name__ == "__main__":
