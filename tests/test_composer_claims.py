@@ -336,7 +336,7 @@ def test_checkpoints_are_pickles_loading_runs_code_and_preflight_does_not(checkp
     torch.save(saved, evil)
 
     code, checks = preflight("--max-duration", "4ba", "--load-path", str(evil))
-    assert code == 1 and "holds objects beyond plain data" in checks["load.checkpoint"]["detail"]
+    assert code == 2 and "holds objects beyond plain data" in checks["load.checkpoint"]["detail"]
     assert not marker.exists(), "preflight's reader ran code from the file"
 
     message(lambda: trainer(max_duration="4ba", load_path=str(evil)))

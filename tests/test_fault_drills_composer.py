@@ -28,12 +28,17 @@ pytestmark = pytest.mark.composer
 checkpoint_smoke = import_script(SCRIPTS / "checkpoint_smoke.py")  # stdlib helpers; heavy imports only in body()
 preflight_script = import_script(SCRIPTS / "preflight.py")
 
-KILL_POINTS = {  # label: (resumed from, on disk after the kill)
-    "ba1": (0, []),                                                      # the first step: nothing saved yet
-    "ba3": (2, ["ep0-ba1-rank0.pt", "ep0-ba2-rank0.pt"]),                # mid-epoch
-    "ba4": (3, ["ep0-ba1-rank0.pt", "ep0-ba2-rank0.pt", "ep0-ba3-rank0.pt"]),  # last step of epoch 0
-    "ba5": (4, ["ep0-ba1-rank0.pt", "ep0-ba2-rank0.pt", "ep0-ba3-rank0.pt", "ep0-ba4-rank0.pt"]),  # first of epoch 1
-    "save3": (2, ["ep0-ba1-rank0.pt", "ep0-ba2-rank0.pt", "ep0-ba3-rank0.pt"]),  # halfway through writing ckpt 3
+CRASH_BATCHES = 8  # 2 epochs of 4 batches
+
+
+def saved_up_to(batch: int) -> list[str]:
+    """The checkpoint files of steps 1 to ``batch``: one at an epoch's last step still carries that epoch."""
+    return [f"ep{(step - 1) // 4}-ba{step}-rank0.pt" for step in range(1, batch + 1)]
+
+
+KILL_POINTS = {  # label: (resumed from, on disk after the kill); after every step, and halfway through writing ckpt 3
+    **{f"ba{batch}": (batch - 1, saved_up_to(batch - 1)) for batch in range(1, CRASH_BATCHES + 1)},
+    "save3": (2, saved_up_to(3)),
 }
 
 
@@ -45,8 +50,8 @@ def drill_root(tmp_path_factory) -> Path:
 
 # ---- killed mid-run ----
 
-def test_the_default_kill_points_cover_first_step_mid_epoch_epoch_boundary_and_a_save():
-    assert checkpoint_smoke.DEFAULT_KILL_AT == "1,3,4,5,save:3" and checkpoint_smoke.PER_EPOCH == 4
+def test_the_default_kill_points_are_every_step_of_both_epochs_and_a_save():
+    assert checkpoint_smoke.CRASH_BATCHES == CRASH_BATCHES and checkpoint_smoke.PER_EPOCH == 4
     labels = [f"save{p[5:]}" if p.startswith("save:") else f"ba{p}"
               for p in checkpoint_smoke.kill_points(checkpoint_smoke.DEFAULT_KILL_AT)]
     assert labels == list(KILL_POINTS)
@@ -59,9 +64,9 @@ def test_a_killed_job_relaunched_with_autoresume_ends_bitwise_equal(checkpoints,
     killed = result.check(f"crash.{label}.killed")
     assert killed["ok"] and killed["detail"].startswith("child exit code -9; SIGKILL"), killed
     got(result, f"crash.{label}.files", sorted(on_disk + (["latest-rank0.pt"] if resumed_from else [])))
-    got(result, f"crash.{label}.latest", f"ep0-ba{resumed_from}-rank0.pt" if resumed_from else None)
+    got(result, f"crash.{label}.latest", saved_up_to(resumed_from)[-1] if resumed_from else None)
     got(result, f"crash.{label}.resumed_from", resumed_from)
-    got(result, f"crash.{label}.end", 8)
+    got(result, f"crash.{label}.end", CRASH_BATCHES)
     equal = result.check(f"crash.{label}.bitwise_equal")
     assert equal["ok"] and f"relaunched from {resumed_from}ba to 8ba vs 8ba uninterrupted" in equal["detail"], equal
     folder = root / "crash" / label / "smoke-crash"
@@ -153,7 +158,32 @@ def damaged(drill_root, tmp_path_factory):
     data[offset + 30 + int.from_bytes(data[offset + 26:offset + 28], "little") +
          int.from_bytes(data[offset + 28:offset + 30], "little")] ^= 0xFF  # first byte of the first tensor
     (folder / "flipped.pt").write_bytes(data)
+    relabel_member(good, folder / "encrypted.pt", "archive/data.pkl", flag_bits=0x1)
+    relabel_member(good, folder / "deflate64.pt", "archive/data/0", method=9)
+    relabel_member(good, folder / "bad-deflate.pt", "archive/data/0", method=zipfile.ZIP_DEFLATED)
     return folder
+
+
+def relabel_member(source: Path, target: Path, member: str, flag_bits: int = 0, method: int | None = None) -> None:
+    """A copy of ``source`` whose ``member`` claims more general purpose flag bits (0x1: encrypted) or another
+    compression method in its local and central headers; its bytes stay as torch.save stored them."""
+    data = bytearray(source.read_bytes())
+    with zipfile.ZipFile(source) as archive:
+        local, central = archive.getinfo(member).header_offset, archive.start_dir
+        for info in archive.infolist():  # central directory entries follow each other in this order
+            if info.filename == member:
+                break
+            central += 46 + len(info.filename.encode()) + len(info.extra) + len(info.comment)
+    for header, signature, flags_at in ((local, b"PK\x03\x04", 6), (central, b"PK\x01\x02", 8)):
+        assert data[header:header + 4] == signature
+        flags = int.from_bytes(data[header + flags_at:header + flags_at + 2], "little") | flag_bits
+        data[header + flags_at:header + flags_at + 2] = flags.to_bytes(2, "little")
+        if method is not None:  # the method field follows the flags
+            data[header + flags_at + 2:header + flags_at + 4] = method.to_bytes(2, "little")
+    target.write_bytes(data)
+    with zipfile.ZipFile(target) as archive:
+        relabeled = archive.getinfo(member)
+    assert relabeled.flag_bits & flag_bits == flag_bits and relabeled.compress_type == (method or 0)
 
 
 DAMAGED = {  # file: what the one line must say
@@ -164,6 +194,10 @@ DAMAGED = {  # file: what the one line must say
     "weights.pt": "is a torch.save file but not a Composer checkpoint",
     "dangling.pt": "is a symlink to 'ep0-ba9-rank0.pt', which does not exist; point it at a checkpoint that exists",
     "flipped.pt": "is corrupted (archive member 'archive/data/0' fails its CRC check)",
+    "encrypted.pt": "is an encrypted zip archive (member 'archive/data.pkl'), which torch.load cannot read",
+    "deflate64.pt": "is a zip archive whose member 'archive/data/0' is compressed with method 9 (deflate64), which "
+                    "torch.load cannot read",
+    "bad-deflate.pt": "is a damaged zip archive (Error -3 while decompressing data: ",
 }
 SCRIPT_ARGS = {CHECKPOINT: ["--mode", "resume"], PREFLIGHT: ["--max-duration", "4ba"]}
 

@@ -24,14 +24,16 @@ classifier.
                    final weights must be bitwise equal to an uninterrupted run's (--batches does not apply)
 --mode both        save, then resume          --mode all   every mode (default)
 
---kill-at POINTS   comma list for --mode crash (default: 1,3,4,5,save:3): N kills the job right after optimizer step
-                   N, before checkpoint N is written (1: no checkpoint yet; 3: mid-epoch; 4 and 5: either side of the
+--kill-at POINTS   comma list for --mode crash (default: every step, 1 to 8, and save:3): N kills the job right after
+                   optimizer step N, before checkpoint N is written (1: no checkpoint yet; 4 and 5: either side of the
                    epoch boundary, 4 batches per epoch); save:N kills it halfway through writing checkpoint N, which
                    leaves a torn file that blocks the relaunch until it is set aside; random: one batch from --seed
 
 --load-path PATH resumes or fine-tunes from a checkpoint written by this script (`--mode save --keep`, for example
 on another machine or Composer build) instead of a fresh one; the file is only read, never modified. An empty,
-truncated, corrupted or foreign file is refused (exit 2) before torch is imported.
+truncated, corrupted or foreign file is refused (exit 2) before torch is imported; a file that holds more than plain
+data (code would run when Composer unpickles it) or a checkpoint of another model is refused (exit 2) before Composer
+opens it.
 """
 
 from __future__ import annotations
@@ -40,9 +42,11 @@ import argparse
 import hashlib
 import os
 import pickletools
+import shutil
 import signal
 import sys
 import zipfile
+import zlib
 from contextlib import redirect_stdout
 from pathlib import Path
 
@@ -56,12 +60,17 @@ MODES = ["save", "resume", "autoresume", "finetune", "crash", "both", "all"]
 FEATURES, HIDDEN, CLASSES, NEW_CLASSES = 8, 16, 3, 5
 SAMPLES, BATCH_SIZE = 16, 4  # 4 batches per epoch: resuming to 2 x 3 batches crosses an epoch boundary
 PER_EPOCH = SAMPLES // BATCH_SIZE
+OPTIMIZER = "Adam"  # a torch.optim class: checkpoints name their optimizer by it
 HEAD_KEYS = ["state/model/module.3.*"]  # module.3 is the last Linear of the Sequential below
 RUN_NAME = "smoke-autoresume"
 CRASH_RUN, CRASH_EPOCHS = "smoke-crash", 2
 CRASH_BATCHES = CRASH_EPOCHS * PER_EPOCH
-DEFAULT_KILL_AT = "1,3,4,5,save:3"
+DEFAULT_KILL_AT = ",".join([*map(str, range(1, CRASH_BATCHES + 1)), "save:3"])  # every step, one torn save
+TRUST_FLAG = "--trust-checkpoint"  # preflight.py's: opens a checkpoint as Composer does, running its code
 CHILD_TIMEOUT_S = 300
+ENCRYPTED_FLAGS = 0x1 | 0x40  # a zip member's general purpose flags: encrypted, strongly encrypted
+# what zipfile raises on damaged archives: bad records, bad names (UnicodeDecodeError), bad compressed data
+ZIP_READ_ERRORS = (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, RuntimeError, zlib.error)
 
 
 def kill_points(text: str) -> list[str]:
@@ -115,7 +124,7 @@ def checkpoint_problem(path: Path) -> str | None:
     if size == 0:
         return ("is empty (0 bytes): its write was cut short before the first byte (a kill as the save began, a "
                 "full disk); use the checkpoint saved before it")
-    if not zipfile.is_zipfile(path):
+    if not is_zip_archive(path):
         with open(path, "rb") as file:
             started_as_zip = file.read(4) == b"PK\x03\x04"
         if started_as_zip:
@@ -124,10 +133,13 @@ def checkpoint_problem(path: Path) -> str | None:
         return "is not a torch.save checkpoint (not a zip archive); pass a .pt file a Composer Trainer saved"
     try:
         with zipfile.ZipFile(path) as archive:
+            unreadable = unreadable_member(archive)
+            if unreadable:
+                return unreadable
             corrupted = archive.testzip()  # torch.load does not check CRCs: a flipped byte would load silently
             pickles = [name for name in archive.namelist() if name.endswith("/data.pkl")]
             data = archive.read(pickles[0]) if len(pickles) == 1 and not corrupted else b""
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+    except ZIP_READ_ERRORS as exc:
         return f"is a damaged zip archive ({exc}); use the checkpoint saved before it"
     if corrupted:
         return f"is corrupted (archive member {corrupted!r} fails its CRC check); use another checkpoint"
@@ -143,10 +155,80 @@ def checkpoint_problem(path: Path) -> str | None:
     return None
 
 
+def is_zip_archive(path: Path) -> bool:
+    """Whether ``path`` ends with a zip end record; zipfile.is_zipfile raises on some damaged ones instead of
+    answering (they are zip archives: opening one reports the damage)."""
+    try:
+        return zipfile.is_zipfile(path)
+    except zipfile.BadZipFile:
+        return True
+
+
+def unreadable_member(archive: zipfile.ZipFile) -> str | None:
+    """Why torch.load cannot read a member of ``archive`` (encrypted, or compressed other than deflate: torch.save
+    stores members as they are), or None."""
+    for member in archive.infolist():
+        if member.flag_bits & ENCRYPTED_FLAGS:
+            return (f"is an encrypted zip archive (member {member.filename!r}), which torch.load cannot read; "
+                    "torch.save never encrypts: use the checkpoint as the Trainer saved it")
+        if member.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            method = zipfile.compressor_names.get(member.compress_type, "unknown")
+            return (f"is a zip archive whose member {member.filename!r} is compressed with method "
+                    f"{member.compress_type} ({method}), which torch.load cannot read; torch.save stores members "
+                    "uncompressed: use the checkpoint as the Trainer saved it")
+    return None
+
+
+def read_checkpoint(path: Path, named: str, trust: bool = False,
+                    if_untrusted: str = f"open it only if you trust it (then add {TRUST_FLAG})"):
+    """A Composer checkpoint's ``state`` dict and Timestamp, read with torch.load(weights_only=True) and an allowlist
+    of the plain-data types Composer saves, so no code from the file runs; ``trust`` reads it as Composer does
+    (weights_only=False: any code stored in the file runs). A file that holds more than plain data, that torch.load
+    cannot read or that is no Composer checkpoint is exit 2, its message starting with ``named``."""
+    import datetime
+    import pickle
+
+    import numpy
+    import torch
+    from composer.core import Timestamp
+
+    numpy_core = getattr(numpy, "_core", None) or numpy.core
+    plain_data = [datetime.timedelta, torch.torch_version.TorchVersion, numpy_core.multiarray._reconstruct,
+                  numpy.ndarray, numpy.dtype, *(getattr(numpy.dtypes, name) for name in dir(numpy.dtypes)
+                                                if name.endswith("DType"))]
+    try:
+        if trust:
+            saved = torch.load(path, map_location="cpu", weights_only=False)
+        else:
+            with torch.serialization.safe_globals(plain_data):
+                saved = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - whatever torch.load raises, the file is refused with the reason
+        # torch wraps the unpickler's reason in advice: keep its last line before the link to the documentation
+        lines = [line.strip() for line in str(exc).split("Check the documentation")[0].splitlines() if line.strip()]
+        reason = lines[-1].removeprefix("WeightsUnpickler error: ").rstrip(".")[:300] if lines else type(exc).__name__
+        if isinstance(exc, pickle.UnpicklingError) and not trust:  # the weights-only unpickler stopped first
+            raise SmokeError(f"{named} holds objects beyond plain data ({reason}): Composer unpickles checkpoints with "
+                             f"torch.load(weights_only=False), which would run code stored in the file; {if_untrusted}",
+                             EXIT_USAGE) from None
+        raise SmokeError(f"{named} cannot be read by torch.load ({type(exc).__name__}: {reason}); use another "
+                         "checkpoint", EXIT_USAGE) from None
+    state = saved.get("state") if isinstance(saved, dict) else None
+    try:
+        timestamp = Timestamp()
+        timestamp.load_state_dict(state["timestamp"]["Timestamp"])
+        if not isinstance(state["model"], dict):
+            raise TypeError("state/model is not a dict")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SmokeError(f"{named} is not a Composer checkpoint (no readable state/timestamp and state/model: "
+                         f"{type(exc).__name__}: {exc}); pass a .pt file a Composer Trainer saved",
+                         EXIT_USAGE) from None
+    return state, timestamp
+
+
 def torn_checkpoints(folder: Path) -> list[Path]:
     """Checkpoint files whose write was cut short: no zip end record (empty files included)."""
     return sorted(path for path in folder.glob("*.pt")
-                  if path.is_file() and not path.is_symlink() and not zipfile.is_zipfile(path))
+                  if path.is_file() and not path.is_symlink() and not is_zip_archive(path))
 
 
 def set_aside_torn_checkpoints(folder: Path) -> list[Path]:
@@ -170,7 +252,7 @@ def body(run) -> None:
     before = fingerprint(load_path) if load_path else None
     kit = Kit(device, run.args.seed, run.args.batches, run.output_dir / "checkpoints", run)
     with redirect_stdout(sys.stderr):  # stdout is reserved for the --json summary
-        checkpoint = load_path.resolve() if load_path else None
+        checkpoint = checked_copy(kit, load_path) if load_path else None
         if mode in ("save", "both", "all") or (checkpoint is None and mode in ("resume", "finetune")):
             checkpoint = save_checks(kit, checks=mode in ("save", "both", "all"))
         if mode in ("resume", "both", "all"):
@@ -183,6 +265,37 @@ def body(run) -> None:
             crash_checks(kit, resolve_kill_points(run.args.kill_at or kill_points(DEFAULT_KILL_AT), run.args.seed))
     if load_path:
         run.check("load_path.unchanged", fingerprint(load_path) == before, "sha256 and mtime as before the run")
+
+
+def checked_copy(kit: Kit, given: Path) -> Path:
+    """A copy of the given checkpoint in the output directory, read without running code from it and compared with
+    this script's model and optimizer. Composer unpickles the copy (weights_only=False): the very bytes checked."""
+    named = f"--load-path {str(given)!r}"
+    copy = kit.run.output_dir / "given" / given.name
+    copy.parent.mkdir()
+    shutil.copyfile(given, copy)
+    state, _ = read_checkpoint(copy, named, if_untrusted="this script saves plain data only, so the file is not one of "
+                               f"its checkpoints (preflight.py {TRUST_FLAG} opens a file you trust)")
+    difference = foreign_model(state, kit)
+    if difference:
+        raise SmokeError(f"{named} is a Composer checkpoint of another model ({difference}); pass one this script "
+                         "saved (--mode save --keep)", EXIT_USAGE)
+    return copy
+
+
+def foreign_model(state: dict, kit: Kit) -> str | None:
+    """How a checkpoint's model tensors and optimizer differ from this script's, or None. Composer would not say:
+    a full resume loads the model non-strictly, so tensors of other names are skipped without a word."""
+    ours = {name: list(tensor.shape) for name, tensor in kit.model().state_dict().items()}
+    theirs = {name: list(getattr(tensor, "shape", [])) for name, tensor in state["model"].items()}
+    differences = [f"no {name}" for name in ours if name not in theirs]
+    differences += [f"{name}: not in this script's model" for name in theirs if name not in ours]
+    differences += [f"{name} is {theirs[name]}, here {shape}" for name, shape in ours.items()
+                    if theirs.get(name, shape) != shape]
+    optimizers = list(state["optimizers"]) if isinstance(state.get("optimizers"), dict) else []
+    if optimizers != [OPTIMIZER]:
+        differences.append(f"optimizer {', '.join(map(str, optimizers)) or 'none'}, here {OPTIMIZER}")
+    return "; ".join(differences[:4]) or None
 
 
 class Kit:
@@ -207,16 +320,21 @@ class Kit:
         return ComposerClassifier(module=module, num_classes=classes)
 
     def trainer(self, model=None, **kwargs):
-        """A Trainer on shuffled data with Adam and dropout, so resuming has RNG and optimizer state to restore."""
+        """A Trainer on shuffled data with Adam and dropout, so resuming has RNG and optimizer state to restore. The
+        shuffle is a DistributedSampler: Composer replays its epoch order on resume (set_epoch); a RandomSampler
+        (shuffle=True) draws each epoch's order from the global RNG when the epoch starts, a state no checkpoint
+        after that point holds, so a resume inside a later epoch would reorder that epoch's remaining batches."""
         import torch
         from composer import Trainer
+        from composer.utils import dist
         from torch.utils.data import DataLoader
 
         model = model or self.model()
+        sampler = dist.get_sampler(self.dataset, shuffle=True, seed=self.seed)
         settings = dict(
             model=model,
-            train_dataloader=DataLoader(self.dataset, batch_size=BATCH_SIZE, shuffle=True),
-            optimizers=torch.optim.Adam(model.parameters(), lr=1e-2),
+            train_dataloader=DataLoader(self.dataset, batch_size=BATCH_SIZE, sampler=sampler),
+            optimizers=getattr(torch.optim, OPTIMIZER)(model.parameters(), lr=1e-2),
             device=self.device,
             precision="fp32",
             seed=self.seed,
@@ -267,8 +385,6 @@ def save_checks(kit: Kit, checks: bool) -> Path:
     run.check_equal("save.content.batch", saved["state"]["timestamp"]["Timestamp"]["batch"], batches)
 
     # A second run into a folder that already holds this run's checkpoints.
-    import shutil
-
     rerun = kit.root / "rerun"
     shutil.copytree(folder, rerun, symlinks=True)
     message = raised(lambda: kit.trainer(max_duration=f"{batches}ba", save_folder=str(rerun),

@@ -15,11 +15,11 @@ device=None). Each setting is parsed with Composer's own code and printed as a d
 message Composer would raise (exit 1). A --load-path checkpoint, and with --autoresume the checkpoint the `latest`
 link in the save folder points at, is first checked with the standard library (an empty, truncated, corrupted or
 foreign file, or a link to nothing, is exit 2 before torch is imported), then opened with torch.load(weights_only=True)
-and a short allowlist of plain-data types, so no code from the file runs (unless --trust-checkpoint); the file is
-never modified and no folder is created. Torn checkpoints that a job killed while saving left in the save folder are
-named, with what to do, when they would make fit() raise. Some traps Composer accepts are reported as problems too:
-`iter` durations never end, `tok` durations never end unless tokens are counted, and a changed head needs three load
-options together.
+and a short allowlist of plain-data types, so no code from the file runs: a file that holds more is exit 2 unless
+--trust-checkpoint (checkpoint_smoke.py reads a --load-path the same way); the file is never modified and no folder
+is created. Torn checkpoints that a job killed while saving left in the save folder are named, with what to do, when
+they would make fit() raise. Some traps Composer accepts are reported as problems too: `iter` durations never end,
+`tok` durations never end unless tokens are counted, and a changed head needs three load options together.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 
 sys.dont_write_bytecode = True  # importing sibling scripts must not write __pycache__ into the skill folder
-from checkpoint_smoke import checkpoint_problem, torn_checkpoints
+from checkpoint_smoke import TRUST_FLAG, checkpoint_problem, read_checkpoint, torn_checkpoints
 from smoke_contract import EXIT_CHECK_FAILED, EXIT_USAGE, SmokeError, build_parser, require, run_main
 
 SCRIPT = "preflight.py"
@@ -69,7 +69,7 @@ def build():
                          help="glob patterns over checkpoint paths, e.g. 'state/model/head.*'")
     parser.add_argument("--changed-head", action="store_true",
                         help="the model's layers differ from the checkpoint's (e.g. a new num_classes head)")
-    parser.add_argument("--trust-checkpoint", action="store_true",
+    parser.add_argument(TRUST_FLAG, action="store_true",
                         help="open a checkpoint that holds more than plain data with weights_only=False (runs code "
                              "from the file: only for checkpoints you trust)")
     return parser
@@ -122,23 +122,6 @@ def parse_time(text: str):
     return Time.from_timestring(text)
 
 
-def read_checkpoint(path: Path, trust: bool) -> dict:
-    """Open a Composer checkpoint without running code from it (unless ``trust``); raises with the reason."""
-    import datetime
-
-    import numpy
-    import torch
-
-    numpy_core = getattr(numpy, "_core", None) or numpy.core
-    plain_data = [datetime.timedelta, torch.torch_version.TorchVersion, numpy_core.multiarray._reconstruct,
-                  numpy.ndarray, numpy.dtype, *(getattr(numpy.dtypes, name) for name in dir(numpy.dtypes)
-                                                if name.endswith("DType"))]
-    if trust:
-        return torch.load(path, map_location="cpu", weights_only=False)
-    with torch.serialization.safe_globals(plain_data):
-        return torch.load(path, map_location="cpu", weights_only=True)
-
-
 class Preflight:
     def __init__(self, run, args, device: str):
         import inspect
@@ -164,26 +147,13 @@ class Preflight:
         self.run.check(name, False, detail)
         self.problems.append(f"{name}: {detail}")
 
-    def checkpoint(self, path: Path, label: str):
-        from composer.core import Timestamp
-
+    def checkpoint(self, path: Path, named: str, label: str):
+        """The checkpoint's timestamp and model tensors; one that cannot be read safely stops the run (exit 2)."""
         try:
-            saved = read_checkpoint(path, self.args.trust_checkpoint)
-        except Exception as exc:  # noqa: BLE001 - the reason is the answer
-            reason = error_text(exc)
-            if "weights_only" in reason or "Unsupported global" in reason:
-                self.problem(label, f"{path} holds objects beyond plain data, and Composer unpickles checkpoints "
-                             "with torch.load(weights_only=False), which runs code from the file: load it only if "
-                             "you trust it (then add --trust-checkpoint)")
-            else:
-                self.problem(label, f"{path} is not a readable Composer checkpoint: {reason[:200]}")
-            return None, None
-        state = saved.get("state", {}) if isinstance(saved, dict) else {}
-        if "timestamp" not in state or "model" not in state:
-            self.problem(label, f"{path} is not a Composer checkpoint (no state/timestamp or state/model)")
-            return None, None
-        stamp = Timestamp()
-        stamp.load_state_dict(state["timestamp"]["Timestamp"])
+            state, stamp = read_checkpoint(path, named, self.args.trust_checkpoint)
+        except SmokeError as refusal:
+            self.run.check(label, False, str(refusal))
+            raise
         metadata = state.get("metadata", {})
         versions = (metadata.get("composer_env_info", {}).get("composer_version"), metadata.get("torch_version"))
         self.decide(label, f"{path}: run {state.get('run_name')!r} at {stamp.batch}, {stamp.sample}, {stamp.epoch}"
@@ -273,18 +243,16 @@ class Preflight:
             self.decide("autoresume", f"no {latest} yet: this run starts {first}; a re-run of the same command "
                         f"resumes from the latest checkpoint{shared}")
             return False
-        stamp, _ = self.checkpoint(latest.resolve(), "autoresume.checkpoint")
+        stamp, _ = self.checkpoint(latest.resolve(), f"autoresume's {str(latest)!r} -> {latest.resolve().name!r}",
+                                   "autoresume.checkpoint")
         ignored = "; load_path and the load_* options are ignored" if args.load_path else ""
         self.decide("autoresume", f"resumes from {latest} -> {latest.resolve().name}{ignored}{shared}")
-        if stamp is not None:
-            self.start, self.start_reason = stamp, f"autoresume from {latest.resolve().name}"
+        self.start, self.start_reason = stamp, f"autoresume from {latest.resolve().name}"
         return True
 
     def load(self, path: Path):
         args = self.args
-        stamp, model_state = self.checkpoint(path.resolve(), "load.checkpoint")
-        if stamp is None:
-            return
+        stamp, model_state = self.checkpoint(path.resolve(), f"--load-path {str(path)!r}", "load.checkpoint")
         if args.load_weights_only:
             self.decide("load", "weights only: model tensors from the checkpoint; timestamp, optimizer, schedulers "
                         "and RNG start fresh (max_duration counts from 0)")
@@ -329,6 +297,10 @@ class Preflight:
         if args.max_duration is None:
             self.decide("max_duration", "not set: pass fit(duration=...), else fit() raises 'ValueError: "
                         "max_duration is a required argument and must be specified ...'")
+            return
+        if not args.max_duration.strip():  # Composer reads '' as 0 seconds and complains about wall clock time
+            self.problem("max_duration", f"{args.max_duration!r} is empty: give a total in ep, ba, sp or tok, such "
+                         "as 2ep or 10ba (a bare integer means epochs)")
             return
         try:
             duration = parse_time(args.max_duration)
