@@ -9,6 +9,9 @@ tests/test_transformers_scripts.py); the damaged-input cases copy one of its che
 from __future__ import annotations
 
 import hashlib
+import os
+import pickle
+import random
 import re
 import shutil
 from pathlib import Path
@@ -80,10 +83,10 @@ def import_checkpoint_smoke():
     return import_script(SCRIPTS / "checkpoint_smoke.py")
 
 
-def test_kill_points_parse_and_random_picks_one_in_range():
-    parse = import_checkpoint_smoke().steps_between(1, 5)
-    assert parse("4,1,4") == [4, 1]
-    assert all(len(parse("random")) == 1 and 1 <= parse("random")[0] <= 5 for _ in range(50))
+def test_kill_points_parse_and_repeats_are_dropped_once_drawn():
+    script = import_checkpoint_smoke()
+    assert script.steps_between(1, 5)("4,random,1,4") == [4, "random", 1, 4]
+    assert script.draw_steps([4, 1, 4], (1, 5), random.Random(0)) == [4, 1]
 
 
 @pytest.mark.parametrize(("args", "fragment"), [
@@ -111,6 +114,17 @@ def fingerprint(folder: Path) -> dict:
     """sha256 and mtime of every file under ``folder``: equal before and after means nothing was touched."""
     return {str(path.relative_to(folder)): (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns)
             for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+class MkdirWhenUnpickled:
+    """A pickle payload, as a hostile checkpoint would hold one: unpickling it calls os.mkdir(marker), harmless and
+    visible."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return os.mkdir, (str(self.marker),)
 
 
 def truncate(path: Path) -> None:
@@ -319,6 +333,27 @@ def test_the_trainer_raises_on_these_damages(resume_damaged, name, damage, excep
     outcome = resume_damaged(name, DAMAGE_BY_NAME[damage])
     assert isinstance(outcome, BaseException), "the Trainer resumed from a damaged checkpoint without an error"
     assert type(outcome).__name__ in exceptions, repr(outcome)
+
+
+@pytest.mark.parametrize("name", ["optimizer.pt", "scheduler.pt", "rng_state.pth"])
+def test_the_trainer_refuses_a_pickle_that_asks_to_run_code_and_runs_none(resume_damaged, tmp_path, name):
+    """Transformers 5 loads every pickle of a checkpoint with torch.load(weights_only=True): the payload is refused
+    (tests/test_hostile_transformers.py shows it runs under weights_only=False)."""
+    import torch
+
+    marker = tmp_path / "payload-ran"
+    outcome = resume_damaged(name, lambda path: torch.save({"payload": MkdirWhenUnpickled(marker)}, path))
+    assert isinstance(outcome, pickle.UnpicklingError) and "posix.mkdir" in str(outcome), repr(outcome)
+    assert not marker.exists()
+
+
+def test_the_trainer_never_unpickles_training_args_bin(resume_damaged, tmp_path):
+    import torch
+
+    marker = tmp_path / "payload-ran"
+    steps, _, differing = resume_damaged("training_args.bin",
+                                         lambda path: torch.save({"payload": MkdirWhenUnpickled(marker)}, path))
+    assert steps == [4, 5, 6] and differing == [] and not marker.exists()
 
 
 def test_trainer_state_is_written_last(tmp_path_factory):

@@ -26,7 +26,8 @@ step and dies by SIGKILL; the parent then resumes in the same output_dir the way
 (last_complete_checkpoint below, which is resume_from_checkpoint=True plus the two cases True gets wrong):
   uninterrupted/          6 steps, never killed: the reference weights
   kill-at-K/              killed right after checkpoint-K is written (--kill-at, default 1,2,4: the first step,
-                          mid-epoch, the epoch boundary): resumes at step K+1, final weights bitwise equal
+                          mid-epoch, the epoch boundary; 'random' draws K from --seed): resumes at step K+1, final
+                          weights bitwise equal
   killed-while-saving-N/  killed in the middle of writing checkpoint-N/optimizer.pt (--kill-while-saving, default 3):
                           checkpoint-N is left without trainer_state.json (a copy stays in
                           killed-while-saving-N-as-killed/), resume_from_checkpoint=True raises FileNotFoundError;
@@ -35,7 +36,9 @@ step and dies by SIGKILL; the parent then resumes in the same output_dir the way
 --resume-from DIR resumes from a checkpoint-N folder this script wrote (kept with --keep, maybe on another machine)
 and checks the final weights against an uninterrupted run with the same --seed on this device type. The folder is
 only read, and it is checked with the standard library first: a missing, empty, truncated or wrong-format file is
-exit 2 with one line naming the file, before torch is imported.
+exit 2 with one line naming the file, before torch is imported. Then every file the Trainer loads is loaded the way
+it loads it (torch.load(weights_only=True) for the pickles, which refuses a pickle that asks to call code, so none
+runs); a file that fails is exit 2 with one line naming it, before training.
 On a GPU the runs use bf16 and full_determinism=True so the bitwise comparisons hold there too.
 """
 
@@ -46,6 +49,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import struct
@@ -64,6 +68,8 @@ CHECKPOINT_FILES = {"config.json", "generation_config.json", "model.safetensors"
                     "rng_state.pth", "trainer_state.json", "training_args.bin", "tokenizer.json",
                     "tokenizer_config.json"}
 MAX_STEPS, BATCH_SIZE = 6, 4
+# The steps a drill may kill at: after checkpoint-6, the last, there would be nothing left to resume
+KILL_AT_STEPS, KILL_WHILE_SAVING_STEPS = (1, MAX_STEPS - 1), (1, MAX_STEPS)
 CHILD_TIMEOUT_S = 300
 EXAMPLES = [f"python scripts/{SCRIPT} --device auto --json",
             f"python scripts/{SCRIPT} --mode crash --kill-at 1,2,4 --kill-while-saving 3 --json",
@@ -72,36 +78,46 @@ EXAMPLES = [f"python scripts/{SCRIPT} --device auto --json",
 
 
 def steps_between(low: int, high: int):
-    """argparse type for --kill-at and --kill-while-saving: a comma list of steps, or 'random' for one of them."""
+    """argparse type for --kill-at and --kill-while-saving: a comma list of steps and 'random' (drawn from --seed)."""
 
-    def parse(text: str) -> list[int]:
-        if text == "random":
-            return [random.randint(low, high)]
+    def parse(text: str) -> list[int | str]:
         steps = []
         for item in text.split(","):
+            if item == "random":
+                steps.append(item)
+                continue
             try:
                 step = int(item)
             except ValueError:
                 raise argparse.ArgumentTypeError(f"{text!r} is not a comma list of steps or 'random'") from None
             if not low <= step <= high:
                 raise argparse.ArgumentTypeError(f"step {step} is not between {low} and {high}")
-            if step not in steps:
-                steps.append(step)
+            steps.append(step)
         return steps
 
     return parse
+
+
+def draw_steps(steps: list[int | str], bounds: tuple[int, int], rng: random.Random) -> list[int]:
+    """Replace 'random' by a step drawn from ``rng`` (seeded by --seed, so a run can be repeated); drop repeats."""
+    drawn = []
+    for step in steps:
+        step = rng.randint(*bounds) if step == "random" else step
+        if step not in drawn:
+            drawn.append(step)
+    return drawn
 
 
 def parse_args():
     parser = build_parser(SCRIPT, __doc__.split("\n\n")[0], "\n  ".join(EXAMPLES))
     parser.add_argument("--mode", choices=["resume", "crash", "all"], default=None,
                         help="resume: the checkpoint and resume checks (default); crash: the kill drills; all: both")
-    parser.add_argument("--kill-at", type=steps_between(1, MAX_STEPS - 1), default=None, metavar="STEPS",
+    parser.add_argument("--kill-at", type=steps_between(*KILL_AT_STEPS), default=None, metavar="STEPS",
                         help="crash drills: SIGKILL right after checkpoint-K is written, for each K in a comma list "
-                             f"(1 to {MAX_STEPS - 1}) or 'random' (default: 1,2,4)")
-    parser.add_argument("--kill-while-saving", type=steps_between(1, MAX_STEPS), default=None, metavar="STEPS",
-                        help="crash drills: SIGKILL in the middle of writing checkpoint-N, for each N in a comma list "
-                             f"(1 to {MAX_STEPS}) or 'random' (default: 3)")
+                             f"(1 to {MAX_STEPS - 1}; 'random' draws one from --seed) (default: 1,2,4)")
+    parser.add_argument("--kill-while-saving", type=steps_between(*KILL_WHILE_SAVING_STEPS), default=None,
+                        metavar="STEPS", help="crash drills: SIGKILL in the middle of writing checkpoint-N, for each "
+                        f"N in a comma list (1 to {MAX_STEPS}; 'random' draws one from --seed) (default: 3)")
     parser.add_argument("--resume-from", type=Path, default=None, metavar="DIR",
                         help="resume from this checkpoint-N folder written by this script (only read) and compare "
                              "with an uninterrupted run; runs alone, without the drills")
@@ -124,8 +140,10 @@ def validate(args) -> None:
     args.mode = args.mode or "resume"
     if args.mode == "resume" and (args.kill_at is not None or args.kill_while_saving is not None):
         raise SmokeError("--kill-at and --kill-while-saving need --mode crash or --mode all", EXIT_USAGE)
-    args.kill_at = [1, 2, 4] if args.kill_at is None else args.kill_at
-    args.kill_while_saving = [3] if args.kill_while_saving is None else args.kill_while_saving
+    rng = random.Random(args.seed)  # the same --seed draws the same 'random' kill points
+    args.kill_at = draw_steps([1, 2, 4] if args.kill_at is None else args.kill_at, KILL_AT_STEPS, rng)
+    args.kill_while_saving = draw_steps([3] if args.kill_while_saving is None else args.kill_while_saving,
+                                        KILL_WHILE_SAVING_STEPS, rng)
 
 
 # What the Trainer does when a file of the checkpoint it resumes from is missing
@@ -137,6 +155,7 @@ IF_MISSING = {
     "rng_state.pth": "the Trainer would silently resume with other random numbers, so the run is not reproduced",
 }
 COPY_AGAIN = "copy the checkpoint folder again, or resume from an earlier complete checkpoint-N"
+ZIP_ENCRYPTED = 0x1  # bit 0 of a zip member's general-purpose flags
 
 
 def checkpoint_problem(folder: Path) -> str | None:
@@ -164,11 +183,15 @@ def _checkpoint_problem(folder: Path) -> str | None:
         return f"{str(folder)!r} is not a checkpoint folder (no trainer_state.json, no model.safetensors)"
     if problem := json_problem(state_file):
         return f"{problem}; {COPY_AGAIN}"
-    state = json.loads(state_file.read_text(encoding="utf-8"))
-    if not (isinstance(state, dict) and isinstance(state.get("global_step"), int)
-            and (state.get("max_steps"), state.get("train_batch_size")) == (MAX_STEPS, BATCH_SIZE)):
+    state = parse_json(state_file.read_text(encoding="utf-8"))
+    if not (isinstance(state, dict) and is_int(state.get("max_steps"), MAX_STEPS, MAX_STEPS)
+            and is_int(state.get("train_batch_size"), BATCH_SIZE, BATCH_SIZE)
+            and isinstance(state.get("log_history"), list)):  # the Trainer appends to it
         return (f"{str(state_file)!r} is not from a run of this script (max_steps {MAX_STEPS}, batch size "
                 f"{BATCH_SIZE}); pass a checkpoint-N folder that {SCRIPT} wrote")
+    if not is_int(state.get("global_step"), 1, MAX_STEPS):
+        return (f"{str(state_file)!r} is damaged: global_step {state.get('global_step')!r} is not a step of this "
+                f"script's {MAX_STEPS}-step run; {COPY_AGAIN}")
     for name, if_missing in IF_MISSING.items():
         path = folder / name
         if not path.exists():
@@ -186,11 +209,24 @@ def checkpoint_step(path: Path) -> int:
     return int(suffix) if suffix.isdigit() else -1
 
 
+def is_int(value, low: int, high: int) -> bool:
+    """An integer from low to high; JSON's true, 6.0 and 1e30 are not (Python counts True as 1)."""
+    return type(value) is int and low <= value <= high
+
+
+def parse_json(text: str | bytes):
+    """json.loads, where JSON nested deeper than Python's parser can recurse is a ValueError like other damage."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply to parse") from None
+
+
 def json_problem(path: Path) -> str | None:
     if path.stat().st_size == 0:
         return f"{str(path)!r} is empty (0 bytes)"
     try:
-        json.loads(path.read_text(encoding="utf-8"))
+        parse_json(path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
         return f"{str(path)!r} is damaged: not valid JSON ({exc})"
     return None
@@ -207,14 +243,35 @@ def safetensors_problem(path: Path) -> str | None:
             return (f"{str(path)!r} is truncated or not a safetensors file (header of {header_size} bytes, "
                     f"file of {size})")
         try:
-            header = json.loads(file.read(header_size))
-            end = max((entry["data_offsets"][1] for name, entry in header.items() if name != "__metadata__"),
-                      default=0)
-        except (ValueError, UnicodeDecodeError, TypeError, KeyError, IndexError, AttributeError):
-            return f"{str(path)!r} is not a safetensors file (its header is not a safetensors JSON header)"
+            end = tensors_end(parse_json(file.read(header_size)))
+        except (ValueError, UnicodeDecodeError):
+            end = None
+    if end is None:
+        return f"{str(path)!r} is not a safetensors file (its header is not a safetensors JSON header)"
     if 8 + header_size + end != size:
         return f"{str(path)!r} is truncated: its header describes {8 + header_size + end} bytes, the file has {size}"
     return None
+
+
+def tensors_end(header) -> int | None:
+    """Where the last tensor of a safetensors header ends, or None unless every entry has a dtype, a shape of
+    counts and two ordered integer data_offsets (how the tensors fit together is left to the safetensors loader)."""
+    if not isinstance(header, dict):
+        return None
+    end = 0
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        if not isinstance(entry, dict):
+            return None
+        shape, offsets = entry.get("shape"), entry.get("data_offsets")
+        if not (isinstance(entry.get("dtype"), str) and isinstance(shape, list)
+                and all(is_int(count, 0, sys.maxsize) for count in shape)
+                and isinstance(offsets, list) and len(offsets) == 2
+                and all(is_int(offset, 0, sys.maxsize) for offset in offsets) and offsets[0] <= offsets[1]):
+            return None
+        end = max(end, offsets[1])
+    return end
 
 
 def torch_file_problem(path: Path) -> str | None:
@@ -227,6 +284,12 @@ def torch_file_problem(path: Path) -> str | None:
         with zipfile.ZipFile(path) as archive:
             if not any(name.endswith("/data.pkl") for name in archive.namelist()):
                 return f"{str(path)!r} is a zip archive but not a torch.save file (no data.pkl)"
+            # torch.save stores every member as is: an encrypted or compressed one was not written by it
+            packed = [member for member in archive.infolist()
+                      if member.flag_bits & ZIP_ENCRYPTED or member.compress_type != zipfile.ZIP_STORED]
+            if packed:
+                return (f"{str(path)!r} is not a torch.save file: its member {packed[0].filename!r} is "
+                        f"{'encrypted' if packed[0].flag_bits & ZIP_ENCRYPTED else 'compressed'}")
             damaged = archive.testzip()
     except (zipfile.BadZipFile, EOFError, ValueError) as exc:
         return f"{str(path)!r} is damaged ({exc})"
@@ -506,24 +569,69 @@ def crash_drills(run, setup) -> None:
         crash_drill(run, setup, context, step, while_saving=True)
 
 
+def loading_problem(folder: Path) -> str | None:
+    """Load each file of ``folder`` the Trainer loads, as it loads it, and name the first it cannot: damage the
+    standard-library checks do not see. The pickles go through torch.load(weights_only=True), as in the Trainer,
+    which refuses to call anything a pickle names beyond tensors and plain containers: no code in them runs."""
+    import pickle
+
+    import torch
+    from safetensors.torch import load_file
+    from transformers import PreTrainedConfig
+    from transformers.trainer_callback import TrainerState
+    from transformers.trainer_pt_utils import safe_globals
+
+    def load_pickle(path: str):
+        return torch.load(path, map_location="cpu", weights_only=True)
+
+    def load_rng_state(path: str):
+        with safe_globals():  # the numpy types of the RNG state, which Trainer._load_rng_state allows too
+            return load_pickle(path)
+
+    loaders = {"trainer_state.json": TrainerState.load_from_json, "config.json": PreTrainedConfig.from_json_file,
+               "model.safetensors": load_file, "optimizer.pt": load_pickle, "scheduler.pt": load_pickle,
+               "rng_state.pth": load_rng_state}
+    for name, load in loaders.items():
+        path = folder / name
+        if not path.exists():  # config.json is optional; the others were checked
+            continue
+        try:
+            load(str(path))
+        except Exception as exc:  # noqa: BLE001 - whatever the library's loader raises, the Trainer cannot resume
+            called = re.search(r"GLOBAL ([\w.]+)", str(exc)) if isinstance(exc, pickle.UnpicklingError) else None
+            if called:
+                return (f"{str(path)!r} asks to call {called.group(1)} when unpickled: torch.load(weights_only=True), "
+                        "as the Trainer loads it, refused, so nothing ran; a checkpoint holds tensors and plain "
+                        "values only: never load this file with weights_only=False, resume from a checkpoint-N you "
+                        "trust")
+            return (f"{str(path)!r} cannot be loaded as the Trainer loads it "
+                    f"({type(exc).__name__}: {' '.join(str(exc).split())[:200]}); {COPY_AGAIN}")
+    return None
+
+
 def resume_from_folder(run, setup) -> None:
     from transformers import TrainerCallback
 
     source = run.args.resume_from.resolve()
+    if problem := loading_problem(source):
+        raise SmokeError(f"--resume-from: {problem}", EXIT_USAGE)
     start = json.loads((source / "trainer_state.json").read_text(encoding="utf-8"))["global_step"]
-    loaded = {}
+    loaded, steps_run = {}, []
 
-    class CaptureLoaded(TrainerCallback):
+    class Observe(TrainerCallback):
         def on_train_begin(self, args, state, control, model=None, **kwargs):
             loaded.update(setup.weights(model))
 
+        def on_step_end(self, args, state, control, **kwargs):
+            steps_run.append(state.global_step)  # not from log_history: the given file's entries are not read
+
     with run.step("resume_from.train"):
         trainer = setup.trainer("resumed")
-        trainer.add_callback(CaptureLoaded())
+        trainer.add_callback(Observe())
         trainer.train(resume_from_checkpoint=str(source))
     differing = setup.differing(setup.weights(source), loaded)
     run.check("resume_from.weights_loaded", not differing, f"{len(differing)} tensors differ from {source.name}")
-    run.check_equal("resume_from.steps_run", trained_steps(trainer)[start:], list(range(start + 1, MAX_STEPS + 1)))
+    run.check_equal("resume_from.steps_run", steps_run, list(range(start + 1, MAX_STEPS + 1)))
     differing = setup.differing(setup.uninterrupted(), setup.weights(trainer.model))
     run.check("resume_from.bitwise_equal", not differing, f"{len(differing)} tensors differ from an uninterrupted run"
               f" with --seed {setup.seed} on {setup.device} (was the checkpoint written with them?)")

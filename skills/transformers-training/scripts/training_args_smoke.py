@@ -13,21 +13,23 @@
 model, and print the decisions they normalize to, without training and without writing anything.
 
 Every flag this script does not define is a TrainingArguments field in its command-line spelling
-(--per_device_train_batch_size 2, --bf16, --report_to none), parsed by HfArgumentParser exactly as the example
-scripts parse them. Mind two look-alikes: --output_dir (underscore) is the TrainingArguments field, checked but
-never created; --output-dir (hyphen) is the smoke contract's scratch directory. --seed, when given, is forwarded
-as TrainingArguments.seed.
+(--per_device_train_batch_size 2, --bf16, --report_to none), parsed by HfArgumentParser as the example scripts
+parse them, except that a prefix is not taken for the whole flag. Mind two look-alikes: --output_dir (underscore)
+is the TrainingArguments field, checked but never created; --output-dir (hyphen) is the smoke contract's scratch
+directory. --seed, when given, is forwarded as TrainingArguments.seed (without it, TrainingArguments keeps 42).
 
-Checks, in order: removed 5.x flags (exit 2 naming the replacement), unknown or malformed flags (exit 2),
-TrainingArguments' own validation (exit 1), report_to integrations (unknown: exit 1; not installed: exit 3 with
-the pip line), and the checks that only fire at Trainer init (save_strategy="best" without a metric, an eval
-strategy without an eval dataset, ...) by building a Trainer with a scratch output_dir and push_to_hub off.
+Checks, in order: removed 5.x flags (exit 2 naming the replacement), unknown, abbreviated or malformed flags
+(exit 2), numbers that are not finite (exit 2), TrainingArguments' own validation (exit 1), values it accepts but
+a run cannot use, such as a batch size below 1 (exit 2), report_to integrations (unknown: exit 1; not installed:
+exit 3 with the pip line), and the checks that only fire at Trainer init (save_strategy="best" without a metric,
+an eval strategy without an eval dataset, ...) by building a Trainer with a scratch output_dir and push_to_hub off.
 """
 
 from __future__ import annotations
 
 import copy
 import importlib.metadata
+import math
 import os
 import re
 import sys
@@ -39,7 +41,7 @@ from smoke_contract import EXIT_MISSING_DEPENDENCY, EXIT_USAGE, SmokeError, buil
 SCRIPT = "training_args_smoke.py"
 DISTRIBUTIONS = ["transformers", "torch", "accelerate"]
 EXAMPLE = (f"python scripts/{SCRIPT} --output_dir outputs/smoke --per_device_train_batch_size 2 "
-           "--eval_strategy steps --eval_steps 50 --save_strategy steps --save_steps 100 "
+           "--eval_strategy steps --eval_steps 50 --save_strategy steps --save_steps 50 "
            "--load_best_model_at_end --metric_for_best_model eval_loss --report_to none --json")
 
 # Fields removed in Transformers 5, and what to do instead (tests prove the installed library rejects each).
@@ -55,6 +57,21 @@ REMOVED_FLAGS = {
     "save_safetensors": "drop it: checkpoints are always safetensors",
     "use_mps_device": "drop it",
     "push_to_hub_token": "use --hub_token",
+}
+# Values TrainingArguments accepts but a run cannot use: (refused when, what the library does with them; proven in
+# tests/test_hostile_transformers.py). Any number that is not finite (nan, inf) is refused as well.
+UNUSABLE_VALUES = {
+    "per_device_train_batch_size": (lambda value: value < 1,
+                                    "below 1 the training DataLoader raises ValueError when training starts"),
+    "per_device_eval_batch_size": (lambda value: value < 1,
+                                   "below 1 the evaluation DataLoader raises ValueError at the first evaluation"),
+    "gradient_accumulation_steps": (lambda value: value < 1, "0 raises ZeroDivisionError when training starts and a "
+                                                             "negative value trains 0 steps"),
+    "eval_accumulation_steps": (lambda value: value == 0, "0 raises ZeroDivisionError at the first evaluation"),
+    "learning_rate": (lambda value: value < 0, "below 0 the optimizer raises ValueError (Invalid learning rate) when "
+                                               "training starts"),
+    "dataloader_num_workers": (lambda value: value < 0, "below 0 the DataLoader raises ValueError when training "
+                                                        "starts"),
 }
 # pip lines for report_to integrations whose package name differs from the integration name.
 INTEGRATION_PACKAGES = {"comet_ml": "comet-ml", "azure_ml": "azureml-core", "flyte": "flytekit",
@@ -97,7 +114,8 @@ def missing_package(exc: Exception) -> SmokeError:
     """A dependency TrainingArguments needs for a flag (deepspeed, ...): exit 3 with the pip line."""
     quoted = re.search(r"'([A-Za-z0-9_.\-]+[^']*)' distribution", str(exc))
     requirement = quoted.group(1) if quoted else getattr(exc, "name", None) or str(exc)
-    message = " ".join(str(exc).split())
+    # PackageNotFoundError prefixes its own sentence to Transformers' one: name the requirement alone
+    message = f"{requirement} is not installed" if quoted else " ".join(str(exc).split())
     return SmokeError(f"missing dependency for these flags: {message}; fix: pip install '{requirement}'",
                       EXIT_MISSING_DEPENDENCY)
 
@@ -112,7 +130,14 @@ def parse_training_arguments(run):
     flags = list(run.args.training_flags)
     if run.args.seed_given:
         flags += ["--seed", str(run.args.seed)]
-    parser = OneLineHfArgumentParser(Seq2SeqTrainingArguments if run.args.seq2seq else TrainingArguments)
+    # No prefixes: --see 5 would set TrainingArguments.seed while --seed (the contract's) stayed unset
+    parser = OneLineHfArgumentParser(Seq2SeqTrainingArguments if run.args.seq2seq else TrainingArguments,
+                                     allow_abbrev=False)
+    parsed, _ = parser.parse_known_args(args=flags)
+    for name, number in vars(parsed).items():  # before TrainingArguments: int(inf) raises OverflowError there
+        if isinstance(number, float) and not math.isfinite(number):
+            raise SmokeError(f"--{name} {number} is not a finite number: depending on the field, training raises, "
+                             "the weights become NaN, or the field silently does nothing", EXIT_USAGE)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -124,6 +149,13 @@ def parse_training_arguments(run):
             raise SmokeError(f"TrainingArguments rejected these flags: {' '.join(str(exc).split())}") from None
     if unknown:
         raise SmokeError(f"not TrainingArguments flags: {' '.join(unknown)} (see --help)", EXIT_USAGE)
+    for name, (unusable, consequence) in UNUSABLE_VALUES.items():
+        if unusable(getattr(training_args, name)):
+            raise SmokeError(f"--{name} {getattr(training_args, name)}: TrainingArguments accepts it, but "
+                             f"{consequence}", EXIT_USAGE)
+    if training_args.max_steps <= 0 and training_args.num_train_epochs <= 0:
+        raise SmokeError(f"--num_train_epochs {training_args.num_train_epochs} without --max_steps: training would "
+                         "run 0 steps, without an error", EXIT_USAGE)
     deprecations = sorted({str(w.message) for w in caught if issubclass(w.category, (FutureWarning, DeprecationWarning))
                            and "transformers" in (w.filename or "")})
     return training_args, deprecations
@@ -182,6 +214,11 @@ def decisions(run, training_args, deprecations: list[str]) -> dict:
     notices = [f"deprecated: {message}" for message in deprecations]
     if value(args.eval_strategy) == "steps" and "eval_steps" not in flags:
         notices.append(f"eval_steps not given: evaluation runs every logging_steps ({args.logging_steps}) steps")
+    if args.load_best_model_at_end and value(args.save_strategy) == "steps" and args.save_steps != args.eval_steps:
+        notices.append(f"load_best_model_at_end with eval_steps {args.eval_steps} but save_steps {args.save_steps}: "
+                       "a best evaluation between saves is never saved, so the end loads an older checkpoint or "
+                       f"none (best_model_checkpoint None); save at every evaluation (--save_steps {args.eval_steps})"
+                       " or at every improvement (--save_strategy best)")
     if args.load_best_model_at_end and "metric_for_best_model" not in flags:
         notices.append("metric_for_best_model not given: load_best_model_at_end keeps the lowest eval_loss")
     custom_metric = (args.metric_for_best_model or "loss").removeprefix("eval_") != "loss"
