@@ -122,6 +122,21 @@ def _(tmp):
                                    load_weights_only=True, load_ignore_keys=["state/model/module.2.*"]))
 
 
+@produces("head-stale-optimizer-state")
+def _(tmp):
+    import torch
+
+    model = _classifier()
+    saver = _trainer(model=model, optimizers=torch.optim.Adam(model.parameters()), max_duration="1ba",
+                     save_folder=str(tmp / "saved"))
+    saver.fit()
+    saver.close()
+    changed = _classifier(5)
+    return raised(_trainer(model=changed, optimizers=torch.optim.Adam(changed.parameters()), max_duration="2ba",
+                           load_path=str(tmp / "saved" / "ep0-ba1-rank0.pt"),
+                           load_ignore_keys=["state/model/module.2.*"]).fit)
+
+
 @produces("ignore-every-key-strict")
 def _(tmp):
     import torch
