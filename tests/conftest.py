@@ -343,3 +343,18 @@ def assert_one_line_error(result: ScriptResult, exit_code: int, fragment: str) -
     error_lines = [line for line in result.stderr_lines if ": error: " in line]
     assert len(error_lines) == 1, result.stderr[-2000:]
     assert fragment in error_lines[0], error_lines[0]
+
+
+@pytest.hookimpl(trylast=True)  # after the durations table, next to the result line
+def pytest_terminal_summary(terminalreporter):
+    """The claims index's counts (tests/test_claims_index.py), whenever its gate ran in this session."""
+    if not any(getattr(report, "nodeid", "").startswith("tests/test_claims_index.py")
+               for reports in terminalreporter.stats.values() for report in reports):
+        return
+    try:
+        from test_claims_index import summary
+
+        line = summary()
+    except Exception as exc:  # noqa: BLE001  (the gate's own tests report what is wrong)
+        line = f"claims index: could not count ({type(exc).__name__}: {exc})"
+    terminalreporter.write_sep("-", line)

@@ -1,0 +1,316 @@
+"""Claims index: each claim-bearing line of the skills -> the tests that prove it (issue #12). Checked both ways by
+tests/test_claims_index.py, which also defines which lines bear claims.
+
+One entry: (document, phrase, proofs). The phrase is copied verbatim from one line of the claim and occurs once in
+the document: grep the document for it to find the line, grep this file for a phrase of a line to find its proofs.
+A proof is one of
+    tests/<file>.py::<test>[<param id>]   a test function (the id is optional)
+    error:<id>                            a quoted ```error <id> block (reproduced by tests/quoted_errors_*.py)
+    block:<phrase>                        the one runnable code block of the document holding <phrase>
+    check:<skill>/<script>.py:<name>      a check of that script's canonical run (conftest.CANONICAL_RUNS)
+"""
+
+CS = "skills/composer-training/SKILL.md"
+CT = "skills/composer-training/references/troubleshooting.md"
+TS = "skills/transformers-training/SKILL.md"
+TT = "skills/transformers-training/references/troubleshooting.md"
+
+CC = "tests/test_composer_claims.py::"
+CSC = "tests/test_composer_scripts.py::"
+TP = "tests/test_truth_pass.py::"
+ST = "tests/test_silent_traps.py::"
+UB = "tests/test_claims_unbound.py::"
+FDC = "tests/test_fault_drills_composer.py::"
+FDT = "tests/test_fault_drills_transformers.py::"
+HC = "tests/test_hostile_composer.py::"
+TA = "tests/test_transformers_api.py::"
+TSC = "tests/test_transformers_scripts.py::"
+DT = "tests/test_distributed_transformers.py::"
+REMOVED = TA + "test_names_the_skill_calls_removed_are_rejected"
+
+CLAIMS = [
+    # ---- composer-training SKILL.md: What goes wrong without this skill
+    (CS, "- `Trainer` takes keyword arguments only.", ["error:trainer-positional"]),
+    (CS, "a bare int is epochs", [CC + "test_classifier_defaults_and_int_durations_are_epochs"]),
+    (CS, '`"2iter"` is accepted and never ends', [CC + "test_iter_and_tuple_batch_tok_durations_never_end",
+                                                 CSC + "test_preflight_reports_every_problem_in_one_line"]),
+    (CS, "A `tok` duration never ends unless tokens are counted", [
+        CSC + "test_tok_duration_without_counter_would_never_end", CSC + "test_tok_duration_stops_where_the_counter_says",
+        UB + "test_dict_batches_count_tokens_only_under_input_ids",
+        UB + "test_a_dataset_with_max_seq_len_counts_tokens_for_tuple_batches"]),
+    (CS, "`dur` and wall-clock strings are rejected", ["error:max-duration-dur", "error:max-duration-wall-clock"]),
+    (CS, "On resume `max_duration` is the total, not the extra", [CSC + "test_resume_continues_to_a_total_max_duration",
+                                                                  "error:max-duration-elapsed"]),
+    (CS, "and ignores the run name: another run pointed at the same", [
+        CSC + "test_autoresume_continues_by_folder_and_wins_over_load_path"]),
+    (CS, "Put `{run_name}` in `save_folder` and keep `run_name` stable", [
+        ST + "test_composer_run_name_in_save_folder_follows_the_new_run_name",
+        CC + "test_generated_run_names_differ_and_env_names_count"]),
+    (CS, "A finished run re-launched raises the max_duration error", [
+        CSC + "test_autoresume_continues_by_folder_and_wins_over_load_path",
+        CC + "test_autoresume_without_a_latest_checkpoint_starts_from_load_path"]),
+    (CS, "A second run into a folder that holds checkpoints raises `FileExistsError`", [
+        CSC + "test_rerun_into_a_used_folder_raises_unless_save_overwrite",
+        ST + "test_composer_manual_resume_into_the_same_folder_needs_no_save_overwrite",
+        ST + "test_composer_resume_from_an_older_checkpoint_conflicts_with_the_later_ones"]),
+    (CS, "A changed head (new `num_classes`) loads only with", [
+        TP + "test_changed_head_table", CSC + "test_changed_head_needs_all_three_load_options",
+        TP + "test_ignoring_the_head_without_weights_only_keeps_the_old_optimizer_state"]),
+    (CS, 'and `device_train_microbatch_size="auto"` are GPU-only', [
+        CC + "test_every_amp_precision_is_gpu_only", "error:auto-microbatch-on-cpu",
+        CC + "test_with_cuda_device_none_is_gpu_and_precision_none_is_amp_fp16"]),
+    (CS, "- Checkpoints are pickles: Composer opens them with", [
+        CC + "test_checkpoints_are_pickles_loading_runs_code_and_preflight_does_not",
+        HC + "test_preflight_refuses_code_unless_trusted_and_trusting_runs_it"]),
+
+    # ---- composer-training references/troubleshooting.md
+    (CT, "`Trainer` takes keyword arguments only. Fix:", ["error:trainer-positional"]),
+    (CT, "A warning, easy to miss: training runs with SGD at lr 0.1.", ["error:no-optimizer"]),
+    (CT, "`dur` is a fraction of `max_duration`, so it cannot define it.", [
+        "error:max-duration-dur", CC + "test_preflight_reports_composers_own_message[dur]"]),
+    (CT, 'as `max_duration` (or `fit(duration=...)`)', [
+        "error:max-duration-wall-clock", CC + "test_preflight_reports_composers_own_message[sec]",
+        UB + "test_wall_clock_is_refused_by_fit_duration_too"]),
+    (CT, "Only `dur` takes fractions.", ["error:time-not-integer",
+                                         CC + "test_a_dur_save_interval_saves_at_fractions_of_max_duration"]),
+    (CT, "has no unit (the int `10` would mean 10 epochs)", [
+        "error:invalid-time-string", CC + "test_classifier_defaults_and_int_durations_are_epochs"]),
+    (CT, "The message is half wrong", ["error:max-duration-missing", CC + "test_fit_takes_duration_not_max_duration"]),
+    (CT, 'Raised when `fit()` starts. Causes: resuming with `max_duration` meant as "3 more"', [
+        "error:max-duration-elapsed", CC + "test_fit_again_raises_and_reset_time_restarts",
+        CSC + "test_autoresume_continues_by_folder_and_wins_over_load_path",
+        UB + "test_fit_with_a_duration_trains_that_much_more_after_the_total_is_reached"]),
+    (CT, "An `IterableDataset` (stream) has no epoch length.", ["error:epochs-without-length",
+                                                                 UB + "test_a_stream_trains_with_a_batch_duration"]),
+    (CT, "**Training never ends, no error.**", [
+        CC + "test_iter_and_tuple_batch_tok_durations_never_end", CSC + "test_tok_duration_without_counter_would_never_end",
+        UB + "test_dict_batches_count_tokens_only_under_input_ids"]),
+    (CT, "A generated name differs on every launch", ["error:autoresume-no-run-name",
+                                                      CC + "test_generated_run_names_differ_and_env_names_count"]),
+    (CT, "Autoresume finds `<save_folder>/<save_latest_filename>`.", [
+        "error:autoresume-no-save-folder", "error:autoresume-no-latest-filename",
+        CC + "test_trainer_defaults_the_skill_states"]),
+    (CT, "**Autoresume picked up the wrong run.**", [CSC + "test_autoresume_continues_by_folder_and_wins_over_load_path"]),
+    (CT, "**`load_path` ignored.**", [CSC + "test_autoresume_continues_by_folder_and_wins_over_load_path",
+                                       CC + "test_autoresume_without_a_latest_checkpoint_starts_from_load_path"]),
+    (CT, "the Trainer keyword is `save_overwrite=True`", [
+        "error:folder-conflict", CC + "test_invalid_names_are_rejected",
+        CSC + "test_rerun_into_a_used_folder_raises_unless_save_overwrite"]),
+    (CT, "Relative paths are relative to the working directory of the process.", [
+        "error:load-path-missing", UB + "test_a_relative_load_path_is_relative_to_the_working_directory"]),
+    (CT, "The head changed shape (new `num_classes`).", ["error:head-size-mismatch", TP + "test_changed_head_table"]),
+    (CT, "The head's keys were ignored but loading is still strict.", ["error:head-missing-keys",
+                                                                        TP + "test_changed_head_table"]),
+    (CT, "a full load is never strict, so it succeeds", [
+        "error:head-stale-optimizer-state",
+        TP + "test_ignoring_the_head_without_weights_only_keeps_the_old_optimizer_state"]),
+    (CT, "Misleading: on a single process, a strict load", ["error:ignore-every-key-strict"]),
+    (CT, "Only a warning; the load continues without dropping anything", [
+        "error:ignore-key-matches-nothing", CC + "test_ignore_pattern_that_matches_nothing_still_fails_on_a_changed_head"]),
+    (CT, "From your own `torch.load(path)` on a Composer checkpoint", [
+        "error:torch-load-refuses-checkpoint",
+        CC + "test_checkpoints_are_pickles_loading_runs_code_and_preflight_does_not"]),
+    (CT, "**A resumed run does not match an uninterrupted one.**", [
+        CC + "test_spin_dataloaders_is_what_makes_a_resume_bitwise_equal",
+        HC + "test_a_random_sampler_resumes_inside_a_later_epoch_bit_exact_only_if_training_draws_no_random_numbers"]),
+    (CT, "What a kill leaves on disk and how to relaunch", [
+        FDC + "test_a_damaged_load_path_is_one_line_and_exit_2_and_stays_unchanged",
+        FDC + "test_preflight_refuses_a_latest_link_autoresume_cannot_use",
+        HC + "test_preflight_refuses_code_unless_trusted_and_trusting_runs_it"]),
+    (CT, "On the relaunch of a killed autoresume job", [
+        "error:autoresume-torn-checkpoint",
+        FDC + "test_a_kill_during_a_save_leaves_a_torn_file_that_blocks_the_relaunch_until_set_aside",
+        FDC + "test_a_killed_job_relaunched_with_autoresume_ends_bitwise_equal"]),
+    (CT, "A checkpoint cut short (a kill during the save", ["error:checkpoint-truncated",
+                                                         "error:checkpoint-truncated-small"]),
+    (CT, "A zero-byte file: the save died before writing anything.", ["error:checkpoint-empty"]),
+    (CT, "Not a `torch.save` file at all (text, HTML", ["error:checkpoint-not-torch"]),
+    (CT, "A `torch.save` file that is not a Composer checkpoint", ["error:checkpoint-not-composer"]),
+    (CT, "**Autoresume started from batch 0 although checkpoints exist.**", [
+        FDC + "test_a_dangling_latest_link_restarts_autoresume_from_zero_with_only_an_info_log",
+        FDC + "test_preflight_refuses_a_latest_link_autoresume_cannot_use"]),
+    (CT, "**A resumed run has wrong weights, no error.**", [
+        FDC + "test_torch_load_reads_a_flipped_byte_without_complaint",
+        FDC + "test_a_damaged_load_path_is_one_line_and_exit_2_and_stays_unchanged"]),
+    (CT, "Every AMP precision (`amp_fp16`, `amp_bf16`, `amp_fp8`) is GPU-only.", [
+        "error:amp-on-cpu", CC + "test_every_amp_precision_is_gpu_only",
+        CC + "test_with_cuda_device_none_is_gpu_and_precision_none_is_amp_fp16"]),
+    (CT, "(the last needs NVIDIA Transformer Engine)", [
+        "error:precision-unknown", CC + "test_with_cuda_device_none_is_gpu_and_precision_none_is_amp_fp16"]),
+    (CT, "on a machine (or a torch build) without CUDA", [
+        "error:gpu-without-cuda", CC + "test_without_cuda_device_none_is_cpu_fp32",
+        CC + "test_with_cuda_device_none_is_gpu_and_precision_none_is_amp_fp16"]),
+    (CT, "Fix: an integer microbatch size on CPU.", [
+        "error:auto-microbatch-on-cpu", "error:auto-microbatch-warning",
+        CC + "test_preflight_accepts_what_composer_runs[integer-microbatch]"]),
+    (CT, "Raised at the first batch. Fix: an integer number of samples.", [
+        "error:microbatch-float", CC + "test_float_microbatch_is_accepted_by_the_constructor_and_fails_at_the_first_batch"]),
+    (CT, "Samples are counted from dim 0 of every tensor in the batch.", [
+        "error:batch-size-ambiguous", CC + "test_default_split_and_sample_counting"]),
+    (CT, "(and workers) was iterated before it reached Composer", [
+        "error:dataloader-active-iterator", TP + "test_only_a_live_persistent_worker_iterator_is_rejected",
+        TP + "test_an_iterated_dataloader_is_accepted_and_trains"]),
+    (CT, "**Eval metrics are empty.**", [CC + "test_update_metric_is_not_implemented_by_default",
+                                         CC + "test_eval_interval_zero_turns_evaluation_off"]),
+    (CT, "**The learning rate never changes.**", [
+        TP + "test_a_pytorch_scheduler_makes_composer_schedulers_step_per_epoch_too"]),
+    (CT, "**Noisy logs in scripts and CI.**", [CC + "test_progress_bar_prints_to_stderr_and_false_silences_it"]),
+
+    # ---- transformers-training SKILL.md: Preflight checks
+    (TS, '- `eval_strategy="steps"` without `eval_steps` evaluates every', [
+        TA + "test_eval_steps_falls_back_to_logging_steps"]),
+    (TS, "- `load_best_model_at_end=True` needs matching eval and save strategies", [
+        "error:load-best-strategies-differ", "error:save-steps-not-multiple",
+        TA + "test_save_steps_multiple_rule_applies_only_with_load_best", TA + "test_load_best_without_metric_uses_loss"]),
+    (TS, "- The multiple is not enough: a best evaluation on a step that is not saved", [
+        ST + "test_best_evaluation_on_an_unsaved_step_is_never_loaded",
+        ST + "test_saving_at_every_improving_evaluation_loads_the_best"]),
+    (TS, '- `save_strategy="best"` needs `metric_for_best_model`', [
+        "error:best-without-metric", TA + "test_best_save_strategy_passes_training_arguments"]),
+    (TS, "- An eval strategy with no `eval_dataset` raises at `Trainer(...)`", [
+        "error:eval-strategy-without-dataset", "error:metric-for-best-model-typo"]),
+    (TS, "- Labels must reach the model as `labels`.", [
+        TP + "test_token_classification_collator_keeps_label_and_the_others_rename_it",
+        TP + "test_token_classification_with_a_label_column_returns_no_loss", "error:no-loss-returned",
+        UB + "test_label_names_does_not_fix_a_label_column_named_otherwise"]),
+    (TS, "- Columns the model's `forward` does not take are dropped silently", [
+        "error:no-loss-returned", "error:string-column-kept", TA + "test_label_and_labels_columns_both_train"]),
+    (TS, "- Padding needs a pad token; for causal LM prefer a real pad token", [
+        "error:no-pad-token", TA + "test_pad_token_equal_to_eos_masks_real_eos_labels"]),
+    (TS, "- `push_to_hub=True` contacts the Hub at `Trainer(...)`", [
+        "error:push-to-hub-at-init", UB + "test_push_to_hub_pushes_from_every_checkpoint_save"]),
+    (TS, "- `bf16=True` on a machine without a GPU raises unless `use_cpu=True`.", [
+        "error:bf16-without-gpu", TA + "test_bf16_on_cpu_is_accepted_with_use_cpu"]),
+
+    # ---- transformers-training SKILL.md: What 5.x changed (table rows)
+    (TS, "| `evaluation_strategy=` | `eval_strategy=` |", [
+        REMOVED + "[evaluation_strategy]", "error:removed-training-argument"]),
+    (TS, "| `no_cuda=True` | `use_cpu=True` |", [REMOVED + "[no_cuda]", TA + "test_bf16_on_cpu_is_accepted_with_use_cpu"]),
+    (TS, "| `overwrite_output_dir=True` | removed, no replacement", [REMOVED + "[overwrite_output_dir]"]),
+    (TS, "| `logging_dir=` | removed: TensorBoard writes to", [REMOVED + "[logging_dir]"]),
+    (TS, "| `warmup_ratio=0.1` | `warmup_steps=0.1`", [REMOVED + "[warmup_ratio]", TA + "test_float_warmup_steps_is_a_ratio"]),
+    (TS, '| `group_by_length=True` | `train_sampling_strategy="group_by_length"` |', [
+        REMOVED + "[group_by_length]", TA + "test_replacement_fields_exist"]),
+    (TS, '| `include_inputs_for_metrics=True` | `include_for_metrics=["inputs"]` |', [
+        REMOVED + "[include_inputs_for_metrics]", TA + "test_replacement_fields_exist"]),
+    (TS, "| `save_safetensors=`, `use_mps_device=`, `push_to_hub_token=` |", [
+        REMOVED + "[save_safetensors]", REMOVED + "[use_mps_device]", REMOVED + "[push_to_hub_token]",
+        TA + "test_replacement_fields_exist", TSC + "test_checkpoint_smoke"]),
+    (TS, "| `Trainer(tokenizer=tok)` | `Trainer(processing_class=tok)` |", [
+        "error:trainer-tokenizer-keyword", TA + "test_default_collator_depends_on_processing_class"]),
+    (TS, "| `gradient_checkpointing=True` | `activation_checkpointing=True`", [
+        TA + "test_gradient_checkpointing_is_a_deprecated_alias"]),
+    (TS, "| expecting W&B/TensorBoard logging |", [TA + "test_report_to_defaults_to_none"]),
+    (TS, '| `optim="adamw_hf"` | invalid;', ["error:invalid-optimizer", TA + "test_optim_default_depends_on_torch_version"]),
+    (TS, '| `evaluate.load("accuracy")` offline |', [
+        TA + "test_evaluate_offline_hub_name_fails_and_local_module_works",
+        TA + "test_one_offline_variable_alone_still_reaches_for_the_network"]),
+    (TS, "| `tokenizer.pad_token = tokenizer.eos_token` for causal LM |", [
+        TA + "test_pad_token_equal_to_eos_masks_real_eos_labels"]),
+    (TS, "| `math.exp(eval_loss)` as causal-LM perplexity |", [
+        ST + "test_gpt2_eval_loss_counts_each_rows_first_token", ST + "test_recipe_perplexity_is_the_per_token_perplexity"]),
+    (TS, "| resuming with a larger `max_steps` |", [
+        TSC + "test_checkpoint_smoke", "check:transformers-training/checkpoint_smoke.py:resume.larger_max_steps.first_learning_rate"]),
+    (TS, "| `gradient_accumulation_steps=N` with a `*ForSequenceClassification` model |", [
+        TA + "test_gradient_accumulation_inflates_sequence_classification_loss",
+        TP + "test_accumulation_doubles_loss_and_gradient_but_adamw_barely_changes_its_update",
+        TP + "test_accumulation_doubles_the_sgd_update_and_clipping_sees_the_doubled_norm"]),
+    (TS, "| resuming from a checkpoint copy without `optimizer.pt`", [
+        FDT + "test_missing_optimizer_or_scheduler_restarts_both_silently",
+        FDT + "test_missing_rng_state_resumes_silently_but_not_reproducibly"]),
+    (TS, "| `save_total_limit=1` with `load_best_model_at_end` |", [
+        TSC + "test_checkpoint_smoke",
+        "check:transformers-training/checkpoint_smoke.py:best.only_best_kept_with_save_total_limit_1"]),
+    (TS, "| `generation_max_length=8` with `predict_with_generate` |", [
+        TP + "test_predict_with_generate_writes_the_generation_defaults_into_the_model", TSC + "test_train_smoke"]),
+    (TS, "| `accelerate launch --cpu --num_processes 2` |", [
+        DT + "test_accelerate_launch_cpu_with_two_processes_starts_one"]),
+    (TS, "| DDP on 2 processes with a sequence-classification head |", [
+        DT + "test_sequence_classification_loss_is_scaled_by_rank_count_until_fixed",
+        TP + "test_ddp_scales_the_eval_loss_too_so_only_a_one_process_reference_shows_it"]),
+
+    # ---- transformers-training references/troubleshooting.md
+    (TT, "A field removed in 5.x. Replacements:", [
+        "error:removed-training-argument", REMOVED, TA + "test_replacement_fields_exist",
+        TA + "test_float_warmup_steps_is_a_ratio"]),
+    (TT, "Pass the tokenizer, image processor, feature extractor or processor", [
+        "error:trainer-tokenizer-keyword", TA + "test_default_collator_depends_on_processing_class"]),
+    (TT, "`adamw_hf` is gone;", ["error:invalid-optimizer", TA + "test_optim_default_depends_on_torch_version"]),
+    (TT, "`bf16=True` on a machine without a GPU. Set", ["error:bf16-without-gpu",
+                                                        TA + "test_bf16_on_cpu_is_accepted_with_use_cpu"]),
+    (TT, "Raised at `Trainer(...)`. Install the integration", ["error:report-to-not-installed",
+                                                             TA + "test_report_to_defaults_to_none"]),
+    (TT, "create the Hub repository at once, before any training", ["error:push-to-hub-at-init"]),
+    (TT, "Give `eval_strategy` and `save_strategy` the same value", [
+        "error:load-best-strategies-differ", ST + "test_saving_at_every_improving_evaluation_loads_the_best"]),
+    (TT, "Only with `load_best_model_at_end=True` (without it", [
+        "error:save-steps-not-multiple", TA + "test_save_steps_multiple_rule_applies_only_with_load_best",
+        TA + "test_eval_steps_falls_back_to_logging_steps"]),
+    (TT, "Raised at `Trainer(...)`, not by `TrainingArguments`", [
+        "error:best-without-metric", TA + "test_best_save_strategy_passes_training_arguments",
+        TA + "test_load_best_without_metric_uses_loss"]),
+    (TT, 'Pass `eval_dataset=` or set `eval_strategy="no"`.', ["error:eval-strategy-without-dataset"]),
+    (TT, "Raised at the first evaluation, after training already ran.", [
+        "error:metric-for-best-model-typo", UB + "test_metric_keys_checks_metric_for_best_model_before_the_run"]),
+    (TT, "`EarlyStoppingCallback` needs `metric_for_best_model`", ["error:early-stopping-without-metric"]),
+    (TT, "downloads the module from the Hub; offline", [
+        "error:evaluate-hub-metric-offline", TA + "test_evaluate_offline_hub_name_fails_and_local_module_works",
+        TA + "test_one_offline_variable_alone_still_reaches_for_the_network"]),
+    (TT, "The multiple rule is not enough, and nothing says so.", [
+        ST + "test_best_evaluation_on_an_unsaved_step_is_never_loaded",
+        ST + "test_saving_at_every_improving_evaluation_loads_the_best", "block:assert best_saved_step == 20"]),
+    (TT, "No labels reached the model.", [
+        "error:no-loss-returned", UB + "test_label_names_does_not_fix_a_label_column_named_otherwise",
+        TP + "test_token_classification_collator_keeps_label_and_the_others_rename_it",
+        TP + "test_token_classification_with_a_label_column_returns_no_loss"]),
+    (TT, "`remove_unused_columns=False` kept the raw `text` column", [
+        "error:string-column-kept", TA + "test_label_and_labels_columns_both_train"]),
+    (TT, "Typical for GPT-style tokenizers.", [
+        "error:no-pad-token", TA + "test_pad_token_equal_to_eos_masks_real_eos_labels",
+        "block:assert labels[0, -1] == -100"]),
+    (TT, "`DataCollatorForLanguageModeling` defaults to `mlm=True`.", [
+        "error:mlm-without-mask-token", TA + "test_data_collator_for_language_modeling_defaults_to_mlm"]),
+    (TT, "`resume_from_checkpoint=True` found no `checkpoint-N` folder", [
+        "error:no-checkpoint-in-output-dir", TA + "test_resume_helpers"]),
+    (TT, "The folder holds no model weights.", ["error:no-checkpoint-at-path", TA + "test_resume_helpers"]),
+    (TT, "Resumed, but the learning rate looks wrong", [
+        TSC + "test_checkpoint_smoke", "check:transformers-training/checkpoint_smoke.py:resume.larger_max_steps.first_learning_rate",
+        TA + "test_save_only_model_checkpoint_resumes_with_a_fresh_schedule"]),
+    (TT, "Rerun the same script with the same `output_dir`, `max_steps` and seed", [
+        FDT + "test_killed_after_checkpoint_resumes_bit_exact"]),
+    (TT, "- The run died before its first checkpoint", ["error:no-checkpoint-in-output-dir"]),
+    (TT, "- The kill landed while a checkpoint was being written.", [
+        FDT + "test_killed_while_saving_leaves_a_checkpoint_without_trainer_state", FDT + "test_trainer_state_is_written_last",
+        "error:resume-incomplete-checkpoint"]),
+    (TT, "without `trainer_state.json` is incomplete and cannot be resumed", [
+        "error:resume-incomplete-checkpoint", FDT + "test_deleting_the_incomplete_checkpoint_resumes_bit_exact",
+        'block:assert last_complete_checkpoint("outputs/killed")']),
+    (TT, "A full disk, a kill, or an interrupted copy between machines", [
+        FDT + "test_the_trainer_raises_on_these_damages", FDT + "test_missing_optimizer_or_scheduler_restarts_both_silently"]),
+    (TT, "| `model.safetensors` | `Can't find a valid checkpoint at ...` (above)", [
+        FDT + "test_the_trainer_raises_on_these_damages", "error:safetensors-truncated"]),
+    (TT, "| `optimizer.pt`, `scheduler.pt` | **no error**", [
+        FDT + "test_missing_optimizer_or_scheduler_restarts_both_silently", FDT + "test_the_trainer_raises_on_these_damages"]),
+    (TT, "| `rng_state.pth` | **no error**", [FDT + "test_missing_rng_state_resumes_silently_but_not_reproducibly",
+                                             FDT + "test_the_trainer_raises_on_these_damages"]),
+    (TT, "| `trainer_state.json` | `FileNotFoundError` (above) | `JSONDecodeError` |", [
+        "error:resume-incomplete-checkpoint", "error:trainer-state-empty", FDT + "test_the_trainer_raises_on_these_damages"]),
+    (TT, "The two silent cases are the dangerous ones", [
+        FDT + "test_missing_optimizer_or_scheduler_restarts_both_silently",
+        FDT + "test_missing_rng_state_resumes_silently_but_not_reproducibly",
+        FDT + "test_damaged_checkpoint_is_refused_with_one_line_and_left_unchanged"]),
+    (TT, "`model.safetensors` is truncated, empty, or not a safetensors file.", [
+        "error:safetensors-truncated", "error:safetensors-empty", "error:safetensors-wrong-format"]),
+    (TT, "is truncated (a `torch.save` file is a zip archive", ["error:torch-file-truncated",
+                                                             "error:torch-file-truncated-mid-size"]),
+    (TT, "One of them is empty (0 bytes): the message is empty too.", ["error:torch-file-empty"]),
+    (TT, "Not a `torch.save` file at all (here a safetensors file", [
+        "error:torch-file-wrong-format", FDT + "test_the_trainer_refuses_a_pickle_that_asks_to_run_code_and_runs_none"]),
+    (TT, "`trainer_state.json` is empty or truncated", ["error:trainer-state-empty",
+                                                        FDT + "test_deleting_the_incomplete_checkpoint_resumes_bit_exact"]),
+    (TT, "The logged training loss is about N times the eval loss", [
+        TA + "test_gradient_accumulation_inflates_sequence_classification_loss",
+        TP + "test_ddp_scales_the_eval_loss_too_so_only_a_one_process_reference_shows_it",
+        DT + "test_sequence_classification_loss_is_scaled_by_rank_count_until_fixed"]),
+    (TT, "The script came from the `main` branch.", ["error:example-script-needs-newer-transformers"]),
+]
