@@ -37,9 +37,11 @@ lock:
 	.venv/bin/python -m pip freeze --exclude training-skills | sed 's/+[a-z0-9.]*$$//' > constraints/default.txt
 	.venv-latest/bin/python -m pip freeze --exclude training-skills | sed 's/+[a-z0-9.]*$$//' > constraints/latest.txt
 
-## sync-contract: copy the smoke-script contract into every skill (the suite fails when copies drift)
+## sync-contract: copy the smoke-script contract and the trap checker into every skill (the suite fails when copies
+## drift), then give each checker copy its skill's PEP 723 header
 sync-contract:
-	for dir in skills/*/scripts; do cp scripts/smoke_contract.py $$dir/smoke_contract.py; done
+	for dir in skills/*/scripts; do cp scripts/smoke_contract.py scripts/trap_check.py $$dir/; done
+	$(PYTHON) scripts/sync_inline_metadata.py
 
 ## sync-inline-metadata: rewrite every skill script's PEP 723 header from constraints/default.txt
 sync-inline-metadata:

@@ -203,8 +203,9 @@ CLAIMS = [
     (TS, "| expecting W&B/TensorBoard logging |", [TA + "test_report_to_defaults_to_none"]),
     (TS, '| `optim="adamw_hf"` | invalid;', ["error:invalid-optimizer", TA + "test_optim_default_depends_on_torch_version"]),
     (TS, '| `evaluate.load("accuracy")` offline |', [
-        TA + "test_evaluate_offline_hub_name_fails_and_local_module_works",
-        TA + "test_one_offline_variable_alone_still_reaches_for_the_network"]),
+        TA + "test_evaluate_offline_hub_name_fails_without_a_network_attempt",
+        TA + "test_a_local_metric_module_loads_without_a_network_attempt_whatever_the_variables",
+        TA + "test_a_hub_name_with_one_offline_variable_alone_still_reaches_for_the_network"]),
     (TS, "| `tokenizer.pad_token = tokenizer.eos_token` for causal LM |", [
         TA + "test_pad_token_equal_to_eos_masks_real_eos_labels"]),
     (TS, "| `math.exp(eval_loss)` as causal-LM perplexity |", [
@@ -254,8 +255,9 @@ CLAIMS = [
         "error:metric-for-best-model-typo", UB + "test_metric_keys_checks_metric_for_best_model_before_the_run"]),
     (TT, "`EarlyStoppingCallback` needs `metric_for_best_model`", ["error:early-stopping-without-metric"]),
     (TT, "downloads the module from the Hub; offline", [
-        "error:evaluate-hub-metric-offline", TA + "test_evaluate_offline_hub_name_fails_and_local_module_works",
-        TA + "test_one_offline_variable_alone_still_reaches_for_the_network"]),
+        "error:evaluate-hub-metric-offline", TA + "test_evaluate_offline_hub_name_fails_without_a_network_attempt",
+        TA + "test_a_local_metric_module_loads_without_a_network_attempt_whatever_the_variables",
+        TA + "test_a_hub_name_with_one_offline_variable_alone_still_reaches_for_the_network"]),
     (TT, "The multiple rule is not enough, and nothing says so.", [
         ST + "test_best_evaluation_on_an_unsaved_step_is_never_loaded",
         ST + "test_saving_at_every_improving_evaluation_loads_the_best", "block:assert best_saved_step == 20"]),

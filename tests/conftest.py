@@ -242,6 +242,7 @@ CANONICAL_RUNS = {
     "transformers-training/training_args_smoke.py": TRAINING_ARGS_SEED_EXAMPLE,
     "transformers-training/distributed_smoke.py": [],
     "transformers-training/env_check.py": [],
+    "composer-training/trap_check.py": ["scripts"], "transformers-training/trap_check.py": ["scripts"],  # no trap
 }
 
 

@@ -285,43 +285,50 @@ for name in ("torch", "torchvision", "pandas"):
         importlib.import_module(name)
 assert not {"huggingface_hub", "transformers", "datasets", "evaluate"} & set(sys.modules)
 for variables in map(json.loads, sys.argv[2:]):
-    pid = os.fork()
-    if pid == 0:
-        os.environ.update(variables)
-        import evaluate
-        result = {"env": variables, "pid": os.getpid()}
-        try:
-            evaluate.load("accuracy")
-        except Exception as exc:
-            result["hub_name"] = f"{type(exc).__name__}: {exc}"
-        result["local"] = evaluate.load(sys.argv[1]).compute(predictions=[1, 0, 1, 1], references=[1, 1, 1, 0])
-        print(json.dumps(result), flush=True)
-        os._exit(0)
-    if os.waitpid(pid, 0)[1]:
-        sys.exit(f"the probe with {variables} failed")
+    for call in ("hub_name", "local"):  # one fork each: the guard's log tells the two calls' attempts apart by pid
+        pid = os.fork()
+        if pid == 0:
+            os.environ.update(variables)
+            import evaluate
+            result = {"env": variables, "call": call, "pid": os.getpid()}
+            if call == "local":
+                metric = evaluate.load(sys.argv[1])
+                result["value"] = metric.compute(predictions=[1, 0, 1, 1], references=[1, 1, 1, 0])
+            else:
+                try:
+                    evaluate.load("accuracy")
+                except Exception as exc:
+                    result["value"] = f"{type(exc).__name__}: {exc}"
+            print(json.dumps(result), flush=True)
+            os._exit(0)
+        if os.waitpid(pid, 0)[1]:
+            sys.exit(f"the {call} probe with {variables} failed")
 """
 METRIC_MODULE = Path(__file__).resolve().parent.parent / "skills/transformers-training/assets/accuracy_metric.py"
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1"}
-PROBED_ENVIRONMENTS = [OFFLINE, *({name: value} for name, value in OFFLINE.items())]
+PROBED_ENVIRONMENTS = [OFFLINE, *({name: value} for name, value in OFFLINE.items()), {}]
 
 
-def evaluate_offline_probe(env: dict | None = None) -> tuple[dict, list[str]]:
-    """`evaluate.load("accuracy")` and the local metric module under ``env`` (both offline variables by default),
-    in a guarded child: (results, network attempts of that environment). One child per session probes every
-    environment of PROBED_ENVIRONMENTS; the quoted-error gate and the evaluate tests share it."""
+def evaluate_offline_probe(call: str, env: dict | None = None) -> tuple[object, list[str]]:
+    """``call`` is "hub_name" (`evaluate.load("accuracy")`) or "local" (the skill's metric module file), made under
+    ``env`` (both offline variables by default) in a guarded fork: (its result or error text, its network attempts).
+    One child per session probes every call in every environment of PROBED_ENVIRONMENTS; the quoted-error gate and
+    the evaluate tests share it."""
     env = OFFLINE if env is None else env
     result = run_once(session_tmp_path_factory(), "evaluate-offline-probe",
                       ["-c", EVALUATE_PROBE, str(METRIC_MODULE), *map(json.dumps, PROBED_ENVIRONMENTS)])
     assert result.returncode == 0, result.stderr[-2000:]
-    probes = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
-    assert [probe["env"] for probe in probes] == PROBED_ENVIRONMENTS, result.stdout
-    probe = probes[PROBED_ENVIRONMENTS.index(env)]
-    return probe, [attempt for attempt in result.network_attempts if attempt.split()[0] == str(probe["pid"])]
+    probes = {(json.dumps(probe["env"]), probe["call"]): probe
+              for probe in map(json.loads, (line for line in result.stdout.splitlines() if line.startswith("{")))}
+    assert len(probes) == 2 * len(PROBED_ENVIRONMENTS), result.stdout
+    probe = probes[json.dumps(env), call]
+    return probe.get("value"), [attempt for attempt in result.network_attempts
+                                if attempt.split()[0] == str(probe["pid"])]
 
 
 @produces("evaluate-hub-metric-offline")
 def _(tmp):
-    return evaluate_offline_probe()[0]["hub_name"]
+    return evaluate_offline_probe("hub_name")[0]
 
 
 if __name__ == "__main__":  # print every message, to write or refresh the quotes

@@ -178,3 +178,19 @@ def test_inherited_distributed_variables_are_cleared_before_torch_sees_them(scri
     assert result.network_attempts == []
     cleared = [line for line in result.stderr_lines if "cleared inherited distributed variables" in line]
     assert len(cleared) == 1 and all(name in cleared[0] for name in inherited), result.stderr[-3000:]
+
+
+def test_main_runs_twice_in_one_process(tmp_path):
+    """run_main points tempfile at the run's own temporary folder and removes that folder at the end: a second
+    main() in the same process once died with FileNotFoundError because tempfile still pointed there."""
+    code = textwrap.dedent(f"""
+        import os, sys, tempfile
+        sys.path.insert(0, {str(ENV_CHECK.parent)!r})
+        sys.dont_write_bytecode = True
+        import env_check
+        codes = [env_check.main(["--device", "cpu"]) for _ in range(2)]
+        assert os.path.isdir(tempfile.gettempdir()), tempfile.gettempdir()
+        print(codes)
+    """)
+    result = run_python(["-c", code], tmp_path)
+    assert result.returncode == 0 and result.stdout.strip() == "[0, 0]", result.stderr[-2000:]

@@ -93,6 +93,8 @@ REFUSED_BEFORE_TORCH = {  # id: (file, damage, what the one line says after nami
                          "is damaged: global_step 1e+30 is not a step of this script's 6-step run"),
     "global-step-10**30": ("trainer_state.json", set_state(global_step=10**30),
                            f"is damaged: global_step {10**30} is not a step of this script's 6-step run"),
+    "stateful-callbacks-empty": ("trainer_state.json", set_state(stateful_callbacks={}),
+                                 "is damaged: stateful_callbacks holds no TrainerControl state"),
 }
 
 
@@ -238,6 +240,9 @@ UNUSABLE = [
     ("learning_rate", "-0.001", [], "ValueError: Invalid learning rate: -0.001", dict(learning_rate=-0.001)),
     ("dataloader_num_workers", "-1", [], "ValueError: num_workers option should be non-negative",
      dict(dataloader_num_workers=-1)),
+    ("adam_beta1", "2.0", [], "ValueError: Invalid beta parameter at index 0", dict(adam_beta1=2.0)),
+    ("adam_beta2", "-0.5", [], "ValueError: Invalid beta parameter at index 1", dict(adam_beta2=-0.5)),
+    ("adam_epsilon", "-1.0", [], "ValueError: Invalid epsilon value", dict(adam_epsilon=-1.0)),
 ]
 NOT_FINITE = [
     ("learning_rate", "nan", [], "ValueError: Invalid learning rate: nan", dict(learning_rate=float("nan"))),

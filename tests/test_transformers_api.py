@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from conftest import SKILLS_DIR
-from quoted_errors_transformers import OFFLINE, arguments, evaluate_offline_probe, rows, tiny_classifier, word_tokenizer
+from quoted_errors_transformers import (OFFLINE, PROBED_ENVIRONMENTS, arguments, evaluate_offline_probe, rows,
+                                      tiny_classifier, word_tokenizer)
 from surface_transformers import INVALID
 
 SKILL = SKILLS_DIR / "transformers-training"
@@ -262,17 +263,23 @@ def test_data_collator_for_language_modeling_defaults_to_mlm():
 
 # ---- evaluate offline ------------------------------------------------------------------------------------------------
 
-def test_evaluate_offline_hub_name_fails_and_local_module_works():
-    results, attempts = evaluate_offline_probe()
-    assert results["hub_name"].startswith("FileNotFoundError: Couldn't find a module script at")
-    assert results["local"] == {"accuracy": 0.5}
+def test_evaluate_offline_hub_name_fails_without_a_network_attempt():
+    error, attempts = evaluate_offline_probe("hub_name")
+    assert error.startswith("FileNotFoundError: Couldn't find a module script at")
     assert attempts == [], attempts
 
 
 @pytest.mark.parametrize("variable", sorted(OFFLINE))
-def test_one_offline_variable_alone_still_reaches_for_the_network(variable):
-    results, attempts = evaluate_offline_probe({variable: "1"})
-    assert "hub_name" in results and attempts, (results, attempts)
+def test_a_hub_name_with_one_offline_variable_alone_still_reaches_for_the_network(variable):
+    error, attempts = evaluate_offline_probe("hub_name", {variable: "1"})
+    assert error and attempts, (error, attempts)
+
+
+@pytest.mark.parametrize("env", PROBED_ENVIRONMENTS, ids=lambda env: "+".join(env) or "no-variable")
+def test_a_local_metric_module_loads_without_a_network_attempt_whatever_the_variables(env):
+    value, attempts = evaluate_offline_probe("local", env)
+    assert value == {"accuracy": 0.5}
+    assert attempts == [], attempts
 
 
 # ---- install and example scripts -----------------------------------------------------------------------------------

@@ -345,7 +345,7 @@ class SmokeRun:
             path = cache_root / relative
             path.mkdir(parents=True, exist_ok=True)
             os.environ[name] = str(path)
-        tempfile.tempdir = os.environ["TMPDIR"]
+        self._previous_tempdir, tempfile.tempdir = tempfile.tempdir, os.environ["TMPDIR"]
 
     def _clear_distributed_env(self) -> None:
         inherited = [name for name in DISTRIBUTED_ENV if name in os.environ]
@@ -406,6 +406,7 @@ class SmokeRun:
         return summary
 
     def cleanup(self) -> None:
+        tempfile.tempdir = self._previous_tempdir  # a second main() in this process must not use the removed folder
         if self._temporary and not self.args.keep:
             shutil.rmtree(self.output_dir, ignore_errors=True)
 

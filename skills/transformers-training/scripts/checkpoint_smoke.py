@@ -192,6 +192,10 @@ def _checkpoint_problem(folder: Path) -> str | None:
     if not is_int(state.get("global_step"), 1, MAX_STEPS):
         return (f"{str(state_file)!r} is damaged: global_step {state.get('global_step')!r} is not a step of this "
                 f"script's {MAX_STEPS}-step run; {COPY_AGAIN}")
+    callbacks = state.get("stateful_callbacks")
+    if not (isinstance(callbacks, dict) and isinstance(callbacks.get("TrainerControl"), dict)):
+        # The Trainer saves the control state there; resumed without it, its first save raises KeyError
+        return (f"{str(state_file)!r} is damaged: stateful_callbacks holds no TrainerControl state; {COPY_AGAIN}")
     for name, if_missing in IF_MISSING.items():
         path = folder / name
         if not path.exists():

@@ -72,6 +72,11 @@ UNUSABLE_VALUES = {
                                                "training starts"),
     "dataloader_num_workers": (lambda value: value < 0, "below 0 the DataLoader raises ValueError when training "
                                                         "starts"),
+    # The default AdamW checks these only when it is built, at the start of training (a negative weight_decay goes
+    # into the parameter groups, which it does not check: that one trains)
+    "adam_beta1": (lambda value: not 0 <= value < 1, "outside [0, 1) AdamW raises ValueError when training starts"),
+    "adam_beta2": (lambda value: not 0 <= value < 1, "outside [0, 1) AdamW raises ValueError when training starts"),
+    "adam_epsilon": (lambda value: value < 0, "below 0 AdamW raises ValueError when training starts"),
 }
 # pip lines for report_to integrations whose package name differs from the integration name.
 INTEGRATION_PACKAGES = {"comet_ml": "comet-ml", "azure_ml": "azureml-core", "flyte": "flytekit",
