@@ -176,6 +176,8 @@ def canonical_command(skill: Path, script: Path) -> list[str]:
     args = list(CANONICAL_RUNS[f"{skill.name}/{script.name}"])
     if "--output-dir" in args:
         del args[args.index("--output-dir"):args.index("--output-dir") + 2]
+    # A canonical run starts in the skill folder (trap_check.py reads "scripts"); this one starts in an empty folder
+    args = [str(skill / arg) if not arg.startswith("-") and (skill / arg).exists() else arg for arg in args]
     return [sys.executable, str(script), *args, "--device", "cpu", "--json"]
 
 
