@@ -321,7 +321,8 @@ class SmokeRun:
         for path in [requested, *requested.parents]:  # mkdir would only say "File exists"
             if path.is_symlink() and not path.exists():
                 raise SmokeError(f"--output-dir {str(requested)!r}: {str(path)!r} is a dangling symbolic link (to "
-                                 f"{os.readlink(path)!r}); give a new or empty folder", EXIT_USAGE)
+                                 f"{os.readlink(path)!r}: a missing target or a loop of links); give a new or empty "
+                                 "folder", EXIT_USAGE)
         _refuse_braces(requested.resolve(), f"--output-dir {str(requested)!r}", "choose a folder without braces")
         if requested.exists() and not requested.is_dir():
             raise SmokeError(f"--output-dir {str(requested)!r} exists and is not a directory", EXIT_USAGE)
