@@ -21,6 +21,7 @@ import ast
 import os
 import re
 import shlex
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -218,7 +219,7 @@ class Launch:
                  "torchrun": self.option("--nproc_per_node", "--nproc-per-node"),
                  "composer": self.option("-n", "--nproc"),
                  "deepspeed": self.option("--num_gpus", "--num-gpus")}.get(self.launcher, "1")
-        return int(value) if value and value.isdigit() else None
+        return int(value) if value and value.isascii() and value.isdigit() else None  # "²".isdigit() is true
 
     def flag(self, name: str) -> str | None:
         """The value of an HfArgumentParser flag on the script's command line (`--x v`, `--x=v`, dashes or not)."""
@@ -409,18 +410,19 @@ class Module:
                 complete = False
         return found, complete
 
-    def mentions(self, node: ast.AST | None, test, depth: int = 0) -> bool:
-        """Whether ``test(subnode)`` holds anywhere in ``node``, names followed into what they were assigned."""
-        if node is None or depth > 6:
+    def mentions(self, node: ast.AST | None, test, followed: set[str] | None = None) -> bool:
+        """Whether ``test(subnode)`` holds anywhere in ``node``, names followed into what they were assigned. Each
+        name is followed once: a name reassigned from itself many times would otherwise cost exponential time."""
+        if node is None:
             return False
+        followed = set() if followed is None else followed
         for sub in ast.walk(node):
             if test(sub):
                 return True
-            if isinstance(sub, ast.Name) and sub.id in self.assigned and sub is not node:
-                if any(self.mentions(value, test, depth + 1) for value in self.assigned[sub.id]):
+            if isinstance(sub, ast.Name) and sub.id in self.assigned and sub.id not in followed:
+                followed.add(sub.id)
+                if any(self.mentions(value, test, followed) for value in self.assigned[sub.id]):
                     return True
-        if isinstance(node, ast.Name):
-            return any(self.mentions(value, test, depth + 1) for value in self.assigned.get(node.id, []))
         return False
 
     def statement(self, node: ast.AST) -> ast.AST:
@@ -551,7 +553,7 @@ def sequence_classification_findings(module: Module, training: list, launches: l
             yield "seqcls-loss-scaling", kw["gradient_accumulation_steps"][1], f"gradient_accumulation_steps={steps}"
     for launch in launches:
         steps = launch.flag("gradient_accumulation_steps")
-        if (launch.processes or 1) > 1 or (steps and steps.isdigit() and int(steps) > 1):
+        if (launch.processes or 1) > 1 or (steps and steps.isascii() and steps.isdigit() and int(steps) > 1):
             yield "seqcls-loss-scaling", launch, f"launched with {launch.processes} processes" \
                 if (launch.processes or 1) > 1 else f"--gradient_accumulation_steps {steps}"
 
@@ -791,6 +793,8 @@ def input_files(paths: list[str]) -> list[Path]:
                 found += [Path(folder) / name for name in sorted(files) if name.endswith((".py", ".sh", ".bash"))]
         elif path.is_file():
             found.append(path)
+        elif path.exists():
+            raise SmokeError(f"{given!r} is not a regular file or folder (a FIFO or device is never read)", EXIT_USAGE)
         elif path.is_symlink():
             raise SmokeError(f"{given!r} is a dangling symbolic link; give a file or folder to read", EXIT_USAGE)
         else:
@@ -805,12 +809,15 @@ def is_shell(path: Path, text: str) -> bool:
 
 
 def read(path: Path) -> str:
-    if path.stat().st_size > MAX_BYTES:
+    if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block, /dev/zero never ends
+        raise ValueError("not a regular file: never read")
+    with path.open("rb") as file:
+        data = file.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
         raise ValueError(f"larger than {MAX_BYTES // 1_000_000} MB: not a training script")
-    data = path.read_bytes()
     if b"\0" in data:
         raise ValueError("holds NUL bytes: not a text file")
-    return data.decode("utf-8")
+    return data.decode("utf-8-sig")  # a UTF-8 byte-order mark is valid Python
 
 
 def check_sources(sources: dict[str, str], skill: str, device: str) -> tuple[list[Finding], list[str]]:
@@ -830,10 +837,12 @@ def check_sources(sources: dict[str, str], skill: str, device: str) -> tuple[lis
     for path, module in modules.items():
         launched = [launch for launch in shell_launches if launch.script and launches_file(launch, path)]
         launches = module.launches + launched
-        if skill == TF:
-            found = transformers_findings(module, launches)
-        else:
-            found = composer_findings(module, launches, device)
+        try:  # the rules walk expressions recursively: a pathological one must not crash the run
+            found = list(transformers_findings(module, launches) if skill == TF
+                         else composer_findings(module, launches, device))
+        except RecursionError:
+            broken.append(f"{path}: an expression is nested too deeply to check")
+            continue
         for rule, where, note in found:
             where_path, line = (where.path, where.line) if isinstance(where, Launch) else (path, where)
             findings.append(Finding(rule, where_path, line, note))

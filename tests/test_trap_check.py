@@ -377,3 +377,43 @@ def test_a_thousand_lines_take_well_under_a_second_without_a_training_library(tm
     result = run_python(["-c", probe, str(CHECKERS[HF]), str(big)], tmp_path)
     assert "HEAVY []" in result.stderr, result.stderr[-2000:]
     assert result.json["exit_code"] == 1 and result.json["seconds"] < 1.0, result.json["seconds"]
+
+
+# ---- hostile inputs an outside review found (each hung, crashed or was misread before) ----
+
+def test_a_name_reassigned_from_itself_many_times_is_followed_once():
+    """Names were followed into every value assigned to them, to depth 6: time grew exponentially (10 lines: 17 s)."""
+    lines = ["from transformers import Trainer", "ckpt = args.resume",
+             *[f'ckpt = ckpt.strip("/{index}") + ckpt' for index in range(40)],
+             "Trainer(model=model).train(resume_from_checkpoint=ckpt)"]
+    started = time.perf_counter()
+    found(HF, {"chain.py": "\n".join(lines)})
+    assert time.perf_counter() - started < 1.0
+
+
+def test_special_files_are_named_never_read(tmp_path):
+    """A FIFO in a folder blocked forever and a link to /dev/zero read until memory ran out."""
+    import os
+
+    fifo_folder, zero_folder = tmp_path / "fifo", tmp_path / "zero"
+    fifo_folder.mkdir()
+    zero_folder.mkdir()
+    os.mkfifo(fifo_folder / "a.py")
+    (zero_folder / "z.py").symlink_to("/dev/zero")
+    for folder, name in ((fifo_folder, "a.py"), (zero_folder, "z.py")):
+        result = run_python([str(CHECKERS[HF]), str(folder)], tmp_path, timeout=30)
+        assert_one_line_error(result, 2, f"{folder / name}: cannot be read (not a regular file: never read)")
+    assert_one_line_error(run_python([str(CHECKERS[HF]), "/dev/zero"], tmp_path, timeout=30), 2,
+                          "'/dev/zero' is not a regular file or folder")
+
+
+def test_odd_but_valid_sources_are_checked_not_crashed_on(tmp_path):
+    deep = ("from composer import Trainer\nTrainer(model=m, train_dataloader=d, max_duration='1ep', optimizers=o, "
+            f"autoresume=True, run_name={'+'.join(['a'] * 2000)}, save_folder='ckpt')\n")
+    (tmp_path / "deep.py").write_text(deep)  # ast.dump of run_name recursed past the limit: exit 1 "unexpected"
+    assert_one_line_error(run_python([str(CHECKERS[CP]), str(tmp_path / "deep.py")], tmp_path), 2,
+                          "deep.py: an expression is nested too deeply to check")
+    (tmp_path / "launch.sh").write_text("accelerate launch --cpu --num_processes ² train.py\n")  # int("²") raised
+    assert run_python([str(CHECKERS[HF]), str(tmp_path / "launch.sh")], tmp_path).returncode == 0
+    (tmp_path / "bom.py").write_bytes(b"\xef\xbb\xbfx = 1\n")  # CPython runs a UTF-8 file with a byte-order mark
+    assert run_python([str(CHECKERS[HF]), str(tmp_path / "bom.py")], tmp_path).returncode == 0
