@@ -40,7 +40,7 @@ lock:
 ## sync-contract: copy the smoke-script contract and the trap checker into every skill (the suite fails when copies
 ## drift), then give each checker copy its skill's PEP 723 header
 sync-contract:
-	for dir in skills/*/scripts; do cp scripts/smoke_contract.py scripts/trap_check.py $$dir/; done
+	for dir in skills/*/scripts; do cp skill_common/smoke_contract.py skill_common/trap_check.py $$dir/; done
 	$(PYTHON) scripts/sync_inline_metadata.py
 
 ## sync-inline-metadata: rewrite every skill script's PEP 723 header from constraints/default.txt

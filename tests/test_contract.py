@@ -13,7 +13,7 @@ import pytest
 
 from conftest import CANONICAL_RUNS, REPO, SKILLS_DIR, assert_one_line_error, isolated_env, leg_marks, run_python
 
-CONTRACT = REPO / "scripts" / "smoke_contract.py"
+CONTRACT = REPO / "skill_common" / "smoke_contract.py"
 SCRIPTS = sorted(path for path in SKILLS_DIR.glob("*/scripts/*.py")
                  if path.name != "smoke_contract.py" and not path.name.startswith("_"))
 SCRIPT_PARAMS = [pytest.param(path, id=f"{path.parts[-3]}/{path.name}", marks=leg_marks(path)) for path in SCRIPTS]
@@ -36,7 +36,7 @@ IMPORTS_AFTER_HELP = textwrap.dedent("""
 def test_each_skill_carries_an_identical_contract_copy(scripts_dir):
     copy = scripts_dir / "smoke_contract.py"
     assert copy.exists(), f"{copy} is missing: run make sync-contract"
-    assert filecmp.cmp(copy, CONTRACT, shallow=False), f"{copy} differs from scripts/smoke_contract.py: run make sync-contract"
+    assert filecmp.cmp(copy, CONTRACT, shallow=False), f"{copy} differs from skill_common/smoke_contract.py: run make sync-contract"
 
 
 @pytest.mark.parametrize("script", SCRIPT_PARAMS)

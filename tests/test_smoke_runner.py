@@ -48,7 +48,7 @@ def make_skill(root, name, scripts):
     folder = root / name / "scripts"
     folder.mkdir(parents=True)
     (root / name / "SKILL.md").write_text("---\nname: x\n---\n")
-    shutil.copy(REPO / "scripts" / "smoke_contract.py", folder)
+    shutil.copy(REPO / "skill_common" / "smoke_contract.py", folder)
     for script in scripts:
         (folder / script).write_text(FAKE_SCRIPT)
 

@@ -20,7 +20,7 @@ from docs import blocks
 sys.path.insert(0, str(REPO / "tests"))
 from agent_tasks import solutions, task_names  # noqa: E402
 
-SOURCE = REPO / "scripts" / "trap_check.py"
+SOURCE = REPO / "skill_common" / "trap_check.py"
 CHECKERS = {skill: SKILLS_DIR / skill / "scripts" / "trap_check.py" for skill in
             ("composer-training", "transformers-training")}
 
@@ -257,7 +257,7 @@ def test_the_skill_copies_equal_the_bundle_source(skill):
     copy = CHECKERS[skill].read_text()
     assert HEADER.search(copy), f"{CHECKERS[skill]} lacks its PEP 723 header: run make sync-contract"
     assert HEADER.sub("", copy, count=1) == SOURCE.read_text(), \
-        f"{CHECKERS[skill]} differs from scripts/trap_check.py: run make sync-contract"
+        f"{CHECKERS[skill]} differs from skill_common/trap_check.py: run make sync-contract"
 
 
 # ---------------------------------------------------------------- the agent-trial tasks

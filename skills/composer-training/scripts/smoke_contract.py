@@ -1,7 +1,7 @@
 """The smoke-script contract, shared by every smoke script of a skill.
 
 This file is copied verbatim into each skill's ``scripts/`` folder so a skill folder copied on its own still
-works; ``tests/test_contract.py`` fails when a copy drifts from ``scripts/smoke_contract.py`` at the bundle root
+works; ``tests/test_contract.py`` fails when a copy drifts from ``skill_common/smoke_contract.py`` at the bundle root
 (run ``make sync-contract`` after editing the root copy).
 
 The contract (``references/smoke-script-contract.md`` explains it for users):

@@ -12,7 +12,7 @@ Python file given here checks that file under the launch (process count, flags, 
 --device is the device the checked code will run on where it does not name one itself (Composer picks the GPU when
 there is one): auto is a GPU when one is visible here. Links are relative to this skill's folder.
 
-This one file is the source of the checker of every skill: scripts/trap_check.py at the bundle root, copied into each
+This one file is the source of the checker of every skill: skill_common/trap_check.py at the bundle root, copied into each
 skill's scripts/ folder (`make sync-contract`; the suite fails when a copy drifts). Each copy runs the rules of the
 skill it sits in, read from that skill's SKILL.md.
 """
