@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Maintainer command: try the newest releases of the Transformers stack before moving the pins.
 
-It builds a throwaway venv, installs the bundle's [transformers,test] extras WITHOUT a constraint file (so pip
-picks the newest releases inside pyproject.toml's ranges), runs the latest leg's suite there
+It builds a throwaway venv, installs the latest leg's extras (skills.toml: [transformers,test]) WITHOUT a constraint
+file (so pip picks the newest releases inside pyproject.toml's ranges), runs the latest leg's suite there
 (pytest -m "not composer": the Transformers skill, its gates and the bundle tools) and reports
   - which versions moved, against constraints/latest.txt,
   - which tests broke, by test module,
   - which documented API facts changed: the parameters and defaults of every callable the Transformers skill
-    cites (SURFACE in tests/surface_transformers.py), the pinned venv (.venv-latest) against the new one.
+    cites (SURFACE in tests/support/surface_transformers.py), the pinned venv (.venv-latest) against the new one.
 Then move the pins (make lock) and the text together. It needs the network, so it is not part of CI.
 --dry-run downloads nothing: it prints the plan and the version diff between a pin file and an existing
 interpreter.
@@ -41,15 +41,18 @@ import tempfile
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
+from skill_manifest import LEGS, deselected, install_extras, skills_in
+
 REPO = Path(__file__).resolve().parent.parent
-PINS = REPO / "constraints" / "latest.txt"
-SURFACE_FILE = REPO / "tests" / "surface_transformers.py"
-BASELINE_PYTHON = REPO / ".venv-latest" / "bin" / "python"
-STACK = ["transformers", "torch", "accelerate", "datasets", "evaluate", "tokenizers", "huggingface-hub",
-         "safetensors"]
-EXTRAS = "[transformers,test]"
+LATEST = LEGS["latest"]
+PINS = LATEST.constraints
+SURFACE_FILE = REPO / "tests" / "support" / "surface_transformers.py"
+BASELINE_PYTHON = LATEST.venv / "bin" / "python"
+# The distributions whose moves the report names: the latest leg's skills' packages and the rest of their stacks.
+STACK = list(dict.fromkeys(name for skill in skills_in(LATEST.name) for name in skill.packages + skill.watch))
+EXTRAS = f"[{','.join(install_extras(LATEST.name))}]"
 NOT_PINNED = ("training-skills", "pip", "setuptools", "wheel")  # what `make lock` (pip freeze) leaves out
-SUITE = ["-m", "pytest", "-m", "not composer", "-n", "2", "-q", "-p", "no:cacheprovider"]
+SUITE = ["-m", "pytest", "-m", deselected(LATEST.name), "-n", "2", "-q", "-p", "no:cacheprovider"]
 
 class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str):
@@ -133,8 +136,9 @@ def snapshot_here(names: list[str]) -> dict[str, dict[str, str]]:
 
 
 def api_snapshot(python: Path | str, names: list[str]) -> dict[str, dict[str, str]]:
-    """snapshot_here, run by another interpreter (this file imports only the standard library)."""
-    code = ("import json, runpy, sys; "
+    """snapshot_here, run by another interpreter (this file and skill_manifest.py, its neighbour on sys.path, import
+    only the standard library)."""
+    code = ("import json, os, runpy, sys; sys.path.insert(0, os.path.dirname(sys.argv[1])); "
             "print(json.dumps(runpy.run_path(sys.argv[1])['snapshot_here'](json.loads(sys.argv[2]))))")
     offline = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
     completed = subprocess.run([str(python), "-c", code, __file__, json.dumps(names)], capture_output=True,

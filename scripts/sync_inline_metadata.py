@@ -16,26 +16,14 @@ import re
 import sys
 from pathlib import Path
 
+from skill_manifest import SKILLS, pins
+
 REPO = Path(__file__).resolve().parent.parent
-CONSTRAINTS = REPO / "constraints" / "default.txt"
-# What a script of each skill needs to run; versions are filled in from the constraint file.
-SKILL_PACKAGES = {
-    "composer-training": ["mosaicml", "torch", "torchvision"],
-    "transformers-training": ["transformers", "torch", "accelerate", "datasets", "evaluate"],
-}
 BLOCK = re.compile(r"(?m)^# /// script\n(?:^#(?: .*)?\n)*?^# ///\n")
 
 
-def pins() -> dict[str, str]:
-    found = {}
-    for line in CONSTRAINTS.read_text().splitlines():
-        match = re.match(r"^([A-Za-z0-9_.-]+)==([^\s;]+)", line)
-        if match:
-            found[match[1].lower().replace("_", "-")] = match[2]
-    return found
-
-
-# env_check.py inspects the user's own environment: run in a throwaway one it would only ever pass.
+# No header: the modules the scripts import, never run (smoke_contract.py, and every _<name>.py such as the synced
+# _env_doctor.py), and env_check.py, which inspects the user's own environment: in a throwaway one it would only pass.
 NOT_STANDALONE = {"smoke_contract.py", "env_check.py"}
 
 
@@ -45,7 +33,7 @@ def skill_scripts() -> list[Path]:
 
 
 def header_for(script: Path, versions: dict[str, str]) -> str:
-    packages = SKILL_PACKAGES[script.parts[-3]]
+    packages = SKILLS[script.parts[-3]].packages  # what a script of that skill needs to run (skills.toml)
     lines = ["# /// script", '# requires-python = ">=3.11"', "# dependencies = ["]
     lines += [f'#     "{name}=={versions[name]}",' for name in packages]
     lines += ["# ]", "# ///"]
@@ -67,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 when a header is stale")
     args = parser.parse_args(argv)
-    versions = pins()
+    versions = pins("default")
     stale = []
     for script in skill_scripts():
         text = script.read_text(encoding="utf-8")

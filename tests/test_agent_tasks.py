@@ -16,13 +16,13 @@ import pytest
 
 from agent_tasks import Solution, harness, load_task, solutions, task_names
 from agent_tasks.__main__ import main as cli
+from support.harness import SKILLS_DIR, leg_marks
 
 TASKS = {name: load_task(name) for name in task_names()}
-COMPOSER = "composer-training"
 
 
 def marks(task: str) -> list:
-    return [pytest.mark.composer] if TASKS[task].SKILL == COMPOSER else []
+    return leg_marks(SKILLS_DIR / TASKS[task].SKILL)
 
 
 CASES = [pytest.param(solution, id=solution.label, marks=marks(name)) for name in TASKS for solution in solutions(name)]
@@ -103,7 +103,7 @@ def test_grader_passes_the_reference_and_fails_each_naive_solution_on_its_trap(c
         assert any(fragment in detail for detail in failed.values()), f"{fragment!r} not in\n{shown(checks)}"
 
 
-@pytest.mark.parametrize("skill", [pytest.param(skill, marks=[pytest.mark.composer] if skill == COMPOSER else [])
+@pytest.mark.parametrize("skill", [pytest.param(skill, marks=leg_marks(SKILLS_DIR / skill))
                                    for skill in sorted({task.SKILL for task in TASKS.values()})])
 def test_each_skill_has_six_tasks_each_with_prompt_reference_and_a_naive_solution(skill):
     tasks = [name for name, task in TASKS.items() if task.SKILL == skill]

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from api_surface import KNOWN_INVALID, SURFACE
-from conftest import leg_marks, skill_dirs
-from docs import REPO, blocks
+from support.api_surface import KNOWN_INVALID, SURFACE
+from support.docs import REPO, blocks
+from support.harness import leg_marks, skill_dirs
 
 PROSE_KWARG = re.compile(r"`([A-Za-z_]\w*)=(?!=)[^`]*`")
 
@@ -139,7 +139,7 @@ def prose_problems(doc: Path, allowed: set[str]) -> list[str]:
         for name in PROSE_KWARG.findall(line):
             if name not in allowed:
                 problems.append(f"{shown(doc)}:{number}: `{name}=` is not a keyword of the skill's API surface "
-                                "(tests/api_surface.py) nor a proven-invalid name")
+                                "(tests/support/api_surface.py) nor a proven-invalid name")
     return problems
 
 
@@ -154,7 +154,7 @@ def test_code_blocks_use_real_names_and_keywords(skill):
 
 @pytest.mark.parametrize("skill", SKILLS)
 def test_prose_keywords_exist(skill):
-    assert skill.name in SURFACE, f"tests/api_surface.py has no SURFACE entry for {skill.name}"
+    assert skill.name in SURFACE, f"tests/support/api_surface.py has no SURFACE entry for {skill.name}"
     allowed = surface_keywords(skill.name) | set(KNOWN_INVALID.get(skill.name, {}))
     problems = [problem for doc in skill_docs(skill) for problem in prose_problems(doc, allowed)]
     assert not problems, "\n".join(problems)

@@ -8,7 +8,7 @@ link, or hold a brace (Composer would expand it), input paths that do not exist,
 garbage; paths have spaces and non-ASCII characters. The options of each script are read from its own parser, so a
 new flag is fuzzed without a change here.
 
-The scripts of a skill run in one worker process (tests/script_worker.py, conftest.ScriptWorker) that calls their
+The scripts of a skill run in one worker process (support/script_worker.py, harness.ScriptWorker) that calls their
 main(argv) once per example, with the offline guard, a fresh HOME and TMPDIR, and the environment restored between
 calls: each library is imported once per skill.
 """
@@ -23,9 +23,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import SKILLS_DIR, leg_marks, stray_files, tree_state
+from support.harness import SKILLS_DIR, leg_marks, stray_files, tree_state
 
-SCRIPTS = sorted(path for path in SKILLS_DIR.glob("*/scripts/*.py") if path.name != "smoke_contract.py")
+SCRIPTS = sorted(path for path in SKILLS_DIR.glob("*/scripts/*.py")
+                 if path.name != "smoke_contract.py" and not path.name.startswith("_"))  # _*.py: modules, not scripts
 CONTRACT_FAILURES = {1, 2, 3, 4}
 EXAMPLES = 40
 READ_ONLY_FS = Path("/sys")  # read-only even for root, so this holds in containers too
@@ -143,7 +144,12 @@ def test_hostile_arguments_are_refused_cleanly(fuzzed, data, json_flag):
 
 
 def test_gpu_requested_without_cuda_exits_4(fuzzed):
-    """The worker hides CUDA, so this holds on GPU machines too."""
+    """The worker hides CUDA, so this holds on GPU machines too. The trap checker only reads code: for it --device
+    names the device the checked code will run on, so it needs none."""
+    if fuzzed.script.name == "trap_check.py":
+        result = fuzzed.worker.run(fuzzed.script, "--device", "gpu", "--json", str(fuzzed.script), cwd=fuzzed.tmp)
+        assert (result.returncode, result.json["device"], result.json["exit_code"]) == (0, "gpu", 0), result.stderr
+        return
     result = fuzzed.worker.run(fuzzed.script, "--device", "gpu", "--json", cwd=fuzzed.tmp)
     assert result.returncode == 4, result.stderr[-2000:]
     assert f"{fuzzed.script.name}: error: --device gpu was requested but CUDA is not available" in result.stderr

@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from conftest import REPO, assert_one_line_error, run_python
+from support.harness import REPO, assert_one_line_error, run_python
 
 SCRIPT = REPO / "scripts" / "check_latest.py"
 spec = importlib.util.spec_from_file_location("check_latest", SCRIPT)

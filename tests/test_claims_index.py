@@ -1,4 +1,4 @@
-"""Claims gate: every claim-bearing line of the skills is bound to the test that proves it (tests/claims_index.py).
+"""Claims gate: every claim-bearing line of the skills is bound to the test that proves it (support/claims_index.py).
 
 Claim-bearing, mechanically (fenced blocks never count; headings never count):
 - skills/composer-training/SKILL.md: each bullet under "## What goes wrong without this skill";
@@ -18,7 +18,6 @@ runs' tests); this gate only binds."""
 from __future__ import annotations
 
 import ast
-import importlib
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -26,9 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from claims_index import CLAIMS
-from conftest import CANONICAL_RUNS, REPO, SKILLS_DIR
-from docs import FENCE, blocks, quoted_errors, runnable_blocks
+from support.claims_index import CLAIMS
+from support.docs import FENCE, blocks, quoted_errors, runnable_blocks
+from support.harness import REPO, SKILLS_DIR
+from support.shared_runs import CANONICAL_RUNS
 
 # (document, the ``##`` sections whose bullets are claims, the ``##`` sections whose table data rows are claims);
 # None for the sections means: the whole document below its first ``##`` heading, paragraphs included.
@@ -37,7 +37,9 @@ RULES = {
     "skills/transformers-training/SKILL.md": (["Preflight checks"],
                                               ["What 5.x changed, and traps the library does not warn about"]),
     "skills/composer-training/references/troubleshooting.md": None,
+    "skills/composer-training/references/questions.md": None,
     "skills/transformers-training/references/troubleshooting.md": None,
+    "skills/transformers-training/references/questions.md": None,
 }
 SEPARATOR_ROW = re.compile(r"^\|(\s*:?-{3,}:?\s*\|)+\s*$")
 NODE = re.compile(r"^(?P<file>tests/[\w/]+\.py)::(?:(?P<cls>\w+)::)?(?P<name>test_\w+)(?:\[(?P<id>[^\]]+)\])?$")
@@ -156,11 +158,9 @@ def _defines(path: Path, cls: str | None, name: str) -> bool:
 
 
 def _producers() -> set[str]:
-    from quoted_errors import PRODUCERS
+    from support.quoted_errors import load_producers
 
-    for module in sorted(Path(__file__).parent.glob("quoted_errors_*.py")):
-        importlib.import_module(module.stem)  # registers producers; library imports happen only when one runs
-    return set(PRODUCERS)
+    return set(load_producers())  # registers producers; library imports happen only when one runs
 
 
 def proof_problem(doc: str, proof: str, producers: set[str], repo: Path = REPO) -> str | None:
@@ -172,7 +172,7 @@ def proof_problem(doc: str, proof: str, producers: set[str], repo: Path = REPO) 
         skill_docs = [skill / "SKILL.md", *sorted((skill / "references").glob("*.md"))]
         if error_id not in {quoted_id for path in skill_docs for quoted_id, _, _ in quoted_errors(path)}:
             return f"{proof}: no ```error {error_id} block in the documents of {skill.name}"
-        return None if error_id in producers else f"{proof}: no producer in tests/quoted_errors_*.py"
+        return None if error_id in producers else f"{proof}: no producer in tests/support/quoted_errors_*.py"
     if proof.startswith("block:"):
         phrase = proof.removeprefix("block:")
         holding = [block for language in ("python", "bash") for block in runnable_blocks(repo / doc, language)
@@ -181,7 +181,7 @@ def proof_problem(doc: str, proof: str, producers: set[str], repo: Path = REPO) 
     if proof.startswith("check:"):
         script, _, name = proof.removeprefix("check:").rpartition(":")
         if script not in CANONICAL_RUNS:
-            return f"{proof}: {script} has no canonical run (conftest.CANONICAL_RUNS)"
+            return f"{proof}: {script} has no canonical run (support/shared_runs.CANONICAL_RUNS)"
         skill, file = script.split("/")
         source = (SKILLS_DIR / skill / "scripts" / file).read_text(encoding="utf-8")
         return None if f'"{name}"' in source else f"{proof}: no check named {name!r} in {script}"
@@ -194,8 +194,10 @@ def proof_problem(doc: str, proof: str, producers: set[str], repo: Path = REPO) 
     if not _defines(path, match["cls"], match["name"]):
         return f"{proof}: {match['file']} defines no {match['name']}"
     if match["id"] and not any(match["id"] in helper.read_text(encoding="utf-8")
-                               for helper in sorted((repo / "tests").glob("*.py")) if helper.name != "claims_index.py"):
-        return f"{proof}: no parameter id {match['id']!r} in tests/*.py"
+                               for folder in (repo / "tests", repo / "tests" / "support")
+                               for helper in sorted(folder.glob("*.py"))
+                               if helper.name != "claims_index.py"):
+        return f"{proof}: no parameter id {match['id']!r} in tests/*.py or tests/support/*.py"
     return None
 
 

@@ -1,5 +1,5 @@
 """Claims of the skills that no other test proved (issue #12, "Every claim bound to its proof"), each proved here on
-the installed libraries with tiny models, offline. tests/claims_index.py binds each to its line. Composer tests carry
+the installed libraries with tiny models, offline. support/claims_index.py binds each to its line. Composer tests carry
 the ``composer`` marker (the latest leg has no mosaicml); the Transformers tests hold in both legs."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import inspect
 
 import pytest
 
-from composer_kit import trainer as composer_trainer
-from quoted_errors_transformers import arguments, text_dataset, tiny_classifier
+from support.composer_kit import trainer as composer_trainer
+from support.transformers_kit import arguments, text_dataset, tiny_classifier
 
 
 # ---- Composer: which batches count tokens (SKILL.md, "What goes wrong": a `tok` duration) ---------------------------
@@ -108,7 +108,7 @@ def test_fit_with_a_duration_trains_that_much_more_after_the_total_is_reached():
 
 @pytest.mark.parametrize(("metric", "code"), [("eval_acc", 1), ("accuracy", 0), ("eval_accuracy", 0)])
 def test_metric_keys_checks_metric_for_best_model_before_the_run(script_worker, tmp_path, metric, code):
-    from conftest import SKILLS_DIR
+    from support.harness import SKILLS_DIR
 
     script = SKILLS_DIR / "transformers-training" / "scripts" / "training_args_smoke.py"
     result = script_worker(script).run(

@@ -1,29 +1,11 @@
 """One source of truth for tested versions: the constraint files. The compatibility matrix and every
 SKILL.md's tested-* metadata must agree with them."""
 
-import re
-
 import pytest
 import skills_ref
 
-from conftest import REPO, skill_dirs
-
-LEGS = {"default": REPO / "constraints" / "default.txt", "latest": REPO / "constraints" / "latest.txt"}
-# The legs whose suite runs each skill's tests, and the packages whose versions its metadata must record.
-SKILL_LEGS = {"composer-training": ["default"], "transformers-training": ["default", "latest"]}
-SKILL_PACKAGES = {
-    "composer-training": ["mosaicml", "torch", "torchvision"],
-    "transformers-training": ["transformers", "torch", "accelerate", "datasets", "evaluate"],
-}
-
-
-def pins(leg: str) -> dict[str, str]:
-    found = {}
-    for line in LEGS[leg].read_text().splitlines():
-        match = re.match(r"^([A-Za-z0-9_.-]+)==([^\s;]+)", line)
-        if match:
-            found[match[1].lower().replace("_", "-")] = match[2]
-    return found
+from support.harness import REPO, skill_dirs
+from support.manifest import SKILLS, pins
 
 
 def matrix_rows() -> dict[str, dict[str, str]]:
@@ -55,9 +37,9 @@ def test_matrix_matches_constraint_files():
 @pytest.mark.parametrize("skill", skill_dirs(), ids=lambda path: path.name)
 def test_skill_metadata_records_tested_versions(skill):
     metadata = skills_ref.read_properties(skill).metadata or {}
-    for package in SKILL_PACKAGES[skill.name]:
+    for package in SKILLS[skill.name].packages:  # each skill's packages and legs: skills.toml
         key = f"tested-{package}"
         assert key in metadata, f"{skill.name}/SKILL.md metadata lacks {key}"
         recorded = [version.strip() for version in metadata[key].split(",")]
-        expected = {pins(leg)[package] for leg in SKILL_LEGS[skill.name]}
+        expected = {pins(leg)[package] for leg in SKILLS[skill.name].legs}
         assert sorted(recorded) == sorted(expected), f"{key}: {recorded} but the constraint files say {sorted(expected)}"

@@ -8,21 +8,17 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import inspect
-import json
 import logging
-import os
 import pathlib
-import tempfile
 import warnings
 
 import pytest
 
-from composer_kit import classifier, loader, trainer
-from conftest import CUDA, DEVICES, SKILLS_DIR, import_script
+from support.composer_kit import classifier, loader, trainer, weights
+from support.harness import CUDA, DEVICES
+from support.tensors import differing
 
 pytestmark = pytest.mark.composer
-
-SCRIPTS = SKILLS_DIR / "composer-training" / "scripts"
 
 
 def message(action) -> str:
@@ -41,10 +37,6 @@ def checkpoint(tmp_path_factory):
     saver.fit()
     saver.close()
     return folder / "ep0-ba3-rank0.pt"
-
-
-def weights(of):
-    return [parameter.detach().clone() for parameter in of.state.model.parameters()]
 
 
 # ---- packaging facts ----
@@ -75,7 +67,7 @@ def test_classifier_defaults_and_int_durations_are_epochs():
 
 
 def test_invalid_names_are_rejected():
-    from surface_composer import INVALID
+    from support.surface_composer import INVALID
 
     assert set(INVALID) == {"overwrite"}
     assert "unexpected keyword argument 'overwrite'" in message(lambda: trainer(max_duration="1ba", overwrite=True))
@@ -288,8 +280,6 @@ def test_a_dur_save_interval_saves_at_fractions_of_max_duration(tmp_path):
 
 
 def test_spin_dataloaders_is_what_makes_a_resume_bitwise_equal(tmp_path):
-    import torch
-
     def run(**settings):
         return trainer(train_dataloader=loader(shuffle=True), **settings)
 
@@ -302,8 +292,8 @@ def test_spin_dataloaders_is_what_makes_a_resume_bitwise_equal(tmp_path):
     spun.fit()
     unspun = run(max_duration="6ba", load_path=str(tmp_path / "latest-rank0.pt"), spin_dataloaders=False)
     unspun.fit()
-    assert all(torch.equal(a, b) for a, b in zip(weights(straight), weights(spun)))
-    assert not all(torch.equal(a, b) for a, b in zip(weights(straight), weights(unspun)))
+    assert not differing(weights(straight), weights(spun))
+    assert differing(weights(straight), weights(unspun))
 
 
 def test_ignore_pattern_that_matches_nothing_still_fails_on_a_changed_head(checkpoint):
@@ -347,27 +337,7 @@ def test_checkpoints_are_pickles_loading_runs_code_and_preflight_does_not(checkp
     assert code == 0 and marker.exists(), "--trust-checkpoint unpickles everything, as Composer does"
 
 
-# ---- preflight.py reports what Composer raises ----
-
-@pytest.fixture
-def preflight(capsys):
-    """preflight.main in this process; the contract's environment and temp-dir changes are undone right after."""
-    module = import_script(SCRIPTS / "preflight.py")
-
-    def run(*args, device="cpu"):
-        environment, temp = dict(os.environ), tempfile.tempdir
-        capsys.readouterr()
-        try:
-            code = module.main(["--device", device, "--json", *args])
-        finally:
-            os.environ.clear()
-            os.environ.update(environment)
-            tempfile.tempdir = temp
-        summary = json.loads(capsys.readouterr().out)
-        return code, {check["name"]: check for check in summary["checks"]}
-
-    return run
-
+# ---- preflight.py reports what Composer raises (conftest's ``preflight``: its main() in this process) ----
 
 def conflict_folder(tmp_path):
     folder = tmp_path / "used"

@@ -1,38 +1,45 @@
 """composer-training scripts, run as users run them: each script once per device (shared by every test here, even
-across xdist workers), then its JSON summary asserted check by check, with expected values from the command line.
-Bad inputs get the contracted exit code and one line."""
+across xdist workers); per script one test asserts its exact check list, and each claim read from its JSON summary is
+a test of its own, with expected values from the command line. Bad inputs get the contracted exit code and one
+line."""
 
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
 import pytest
 
-from conftest import (COMPOSER_TRAIN, CUDA, DEVICES, SKILLS_DIR, ScriptResult, assert_one_line_error, canonical_run, run_once,
-                      run_python)
+from support.checks import assert_equal_check, same_value
+from support.composer_scripts import CHECKPOINT, PREFLIGHT, TRAIN, got, passed
+from support.harness import CUDA, DEVICES, assert_one_line_error, run_python
+from support.shared_runs import COMPOSER_TRAIN, canonical_run, run_once
 
 pytestmark = pytest.mark.composer
 
-SCRIPTS = SKILLS_DIR / "composer-training" / "scripts"
-TRAIN, CHECKPOINT, PREFLIGHT = (SCRIPTS / name for name in ("train_smoke.py", "checkpoint_smoke.py", "preflight.py"))
 BATCHES, EVAL_BATCHES, BATCH_SIZE, MICROBATCH = COMPOSER_TRAIN.values()  # the canonical run's
-
-
-def passed(result: ScriptResult) -> dict:
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.network_attempts == [], result.network_attempts
-    summary = result.json
-    assert summary["ok"] and summary["exit_code"] == 0
-    assert summary["versions"]["mosaicml"] == "0.32.1"
-    failed = [check for check in summary["checks"] if not check["ok"]]
-    assert not failed, failed
-    return summary
-
-
-def got(result: ScriptResult, name: str, expected) -> None:
-    check = result.check(name)
-    assert check["ok"] and check["detail"] == f"got {expected!r}, expected {expected!r}", check
+# The checks of each script's canonical run, in order.
+TRAIN_CHECKS = [f"{part}.{name}" for part, names in {
+    "classifier": ["timestamp.batch", "timestamp.sample", "timestamp.batch_in_epoch", "timestamp.epoch",
+                   "timestamp.token", "precision", "device", "loss_finite", "train_metrics"],
+    "eval": ["labels", "metric_names", "batches", "accuracy"],
+    "predict": ["batches", "shapes", "device", "dtype"],
+    "tokens": ["stop_batch", "count", "samples", "without_counter.count", "without_counter.would_train_on"],
+}.items() for name in names]
+CRASHED = ["killed", "files", "latest"]
+RESUMED = ["resumed_from", "end", "bitwise_equal"]
+CHECKPOINT_CHECKS = [f"{mode}.{name}" for mode, names in {
+    "save": ["files", "latest_symlink", "saved_checkpoints", "content.keys", "content.batch", "rerun_raises",
+             "overwrite.latest_symlink", "overwrite.leaves_stale_files"],
+    "resume": ["start", "max_duration_is_total", "end", "epoch", "bitwise_equal"],
+    "autoresume": ["first_run_interrupted", "start", "end", "bitwise_equal", "rerun_after_finish_raises",
+                   "by_folder_not_run_name", "wins_over_load_path"],
+    "finetune": ["weights_only_alone_fails", "strict_with_ignored_keys_fails", "backbone_loaded", "head_shape",
+                 "starts_at", "end"],
+    # the default drills: killed after each of the 8 steps, and while writing checkpoint 3
+    **{f"crash.ba{batch}": CRASHED + RESUMED for batch in range(1, 9)},
+    "crash.save3": CRASHED + ["torn_file", "relaunch_raises", "set_aside"] + RESUMED,
+}.items() for name in names]
+PREFLIGHT_CHECKS = ["device", "precision", "device_train_microbatch_size", "autoresume", "max_duration", "save"]
 
 
 # ---- train_smoke.py ----
@@ -45,8 +52,9 @@ def train(request, tmp_path_factory):
     return device, result
 
 
-def test_train_smoke_passes_on_the_device(train):
+def test_train_smoke_runs_exactly_its_checks_on_the_device(train):
     device, result = train
+    assert [check["name"] for check in result.json["checks"]] == TRAIN_CHECKS
     assert result.json["device"] == device
 
 
@@ -85,8 +93,9 @@ def test_predict_returns_one_output_per_batch(train):
 def test_tok_duration_stops_where_the_counter_says(train):
     _, result = train
     count = result.check("tokens.count")
-    tokens = int(count["detail"].split(",")[0].removeprefix("got "))
-    assert count["ok"] and BATCHES * BATCH_SIZE <= tokens <= BATCHES * BATCH_SIZE * 6  # 1..6 real tokens a row
+    tokens = count["actual"]
+    assert_equal_check(count, tokens)
+    assert isinstance(tokens, int) and BATCHES * BATCH_SIZE <= tokens <= BATCHES * BATCH_SIZE * 6  # 1..6 a row
     got(result, "tokens.stop_batch", BATCHES)
     got(result, "tokens.samples", BATCHES * BATCH_SIZE)
 
@@ -95,33 +104,27 @@ def test_tok_duration_without_counter_would_never_end(train):
     _, result = train
     got(result, "tokens.without_counter.count", 0)
     guard = result.check("tokens.without_counter.would_train_on")
-    assert guard["ok"] and f"after {BATCHES + 1} batches" in guard["detail"]
+    assert guard["ok"] and same_value(guard["actual"], {"batches": BATCHES + 1, "tokens": 0}), guard
 
 
 def test_train_smoke_rejects_bad_counts_before_importing(tmp_path):
     result = run_python([str(TRAIN), "--batches", "-1"], tmp_path)
     assert_one_line_error(result, 2, "--batches: '-1' must be between 1 and 10000")
+    assert result.stray_files == [], result.stray_files
 
 
 @pytest.mark.skipif(CUDA, reason="CUDA is present: AMP is allowed")
 def test_train_smoke_refuses_amp_on_cpu(tmp_path):
-    assert_one_line_error(run_python([str(TRAIN), "--device", "cpu", "--precision", "amp_bf16"], tmp_path), 2,
-                          "Precision.AMP_BF16 is not supported for CPU training.")
+    result = run_python([str(TRAIN), "--device", "cpu", "--precision", "amp_bf16"], tmp_path)
+    assert_one_line_error(result, 2, "Precision.AMP_BF16 is not supported for CPU training.")
+    assert result.stray_files == [], result.stray_files
 
 
-# ---- checkpoint_smoke.py ----
+# ---- checkpoint_smoke.py (the shared run: conftest's ``checkpoints``) ----
 
-def checkpoint_smoke_all(tmp_path_factory, device: str) -> tuple[ScriptResult, Path]:
-    """The shared run of checkpoint_smoke.py --mode all on ``device`` (conftest.CANONICAL_RUNS; also read by
-    test_fault_drills_composer.py and test_confinement.py)."""
-    result = canonical_run(tmp_path_factory, "composer-training/checkpoint_smoke.py", device)
-    passed(result)
-    return result, Path(result.json["output_dir"]) / "checkpoints"
-
-
-@pytest.fixture(scope="module", params=DEVICES)
-def checkpoints(request, tmp_path_factory):
-    return request.param, *checkpoint_smoke_all(tmp_path_factory, request.param)
+def test_checkpoint_smoke_runs_exactly_its_checks(checkpoints):
+    _, result, _ = checkpoints
+    assert [check["name"] for check in result.json["checks"]] == CHECKPOINT_CHECKS
 
 
 def test_save_writes_every_checkpoint_and_the_latest_symlink(checkpoints):
@@ -137,7 +140,7 @@ def test_save_writes_every_checkpoint_and_the_latest_symlink(checkpoints):
 
 def test_rerun_into_a_used_folder_raises_unless_save_overwrite(checkpoints):
     _, result, root = checkpoints
-    assert "may conflict with a future checkpoint of the current run" in result.check("save.rerun_raises")["detail"]
+    assert "may conflict with a future checkpoint of the current run" in result.check("save.rerun_raises")["actual"]
     got(result, "save.overwrite.latest_symlink", "ep0-ba1-rank0.pt")
     assert result.check("save.overwrite.leaves_stale_files")["ok"]
     assert (root / "rerun" / "ep0-ba3-rank0.pt").exists()
@@ -145,9 +148,9 @@ def test_rerun_into_a_used_folder_raises_unless_save_overwrite(checkpoints):
 
 def test_resume_continues_to_a_total_max_duration(checkpoints):
     _, result, _ = checkpoints
-    assert result.check("resume.start")["detail"].endswith("starts at 3ba")
+    assert same_value(result.check("resume.start")["actual"], 3)
     assert "The max_duration (3ba) is less than or equal to the elapsed training duration (3ba)" in \
-        result.check("resume.max_duration_is_total")["detail"]
+        result.check("resume.max_duration_is_total")["actual"]
     got(result, "resume.end", 6)
     got(result, "resume.epoch", 1)  # 4 batches per epoch: the resume crossed an epoch boundary
     assert result.check("resume.bitwise_equal")["ok"]
@@ -159,16 +162,16 @@ def test_autoresume_continues_by_folder_and_wins_over_load_path(checkpoints):
     got(result, "autoresume.start", 3)
     got(result, "autoresume.end", 6)
     assert result.check("autoresume.bitwise_equal")["ok"]
-    assert "The max_duration (6ba) is less than" in result.check("autoresume.rerun_after_finish_raises")["detail"]
-    assert "resumed that run at 6ba" in result.check("autoresume.by_folder_not_run_name")["detail"]
-    assert "loaded latest at 6ba" in result.check("autoresume.wins_over_load_path")["detail"]
+    assert "The max_duration (6ba) is less than" in result.check("autoresume.rerun_after_finish_raises")["actual"]
+    assert_equal_check(result.check("autoresume.by_folder_not_run_name"), 6)  # resumed that run at 6ba
+    assert_equal_check(result.check("autoresume.wins_over_load_path"), 6)  # loaded latest at 6ba
     assert (root / "autoresume" / "smoke-autoresume" / "latest-rank0.pt").readlink().name == "ep1-ba6-rank0.pt"
 
 
 def test_changed_head_needs_all_three_load_options(checkpoints):
     _, result, _ = checkpoints
-    assert "size mismatch for module.3.weight" in result.check("finetune.weights_only_alone_fails")["detail"]
-    assert "Missing key(s) in state_dict" in result.check("finetune.strict_with_ignored_keys_fails")["detail"]
+    assert "size mismatch for module.3.weight" in result.check("finetune.weights_only_alone_fails")["actual"]
+    assert "Missing key(s) in state_dict" in result.check("finetune.strict_with_ignored_keys_fails")["actual"]
     assert result.check("finetune.backbone_loaded")["ok"]
     got(result, "finetune.head_shape", [5, 16])
     got(result, "finetune.starts_at", 0)
@@ -190,20 +193,30 @@ def resumed_from_file(checkpoints, tmp_path_factory):
 def test_resume_from_a_given_checkpoint_in_a_new_process(resumed_from_file):
     result, before, after = resumed_from_file
     passed(result)
-    assert result.check("resume.start")["detail"].endswith("starts at 2ba")
+    assert same_value(result.check("resume.start")["actual"], 2)
     got(result, "resume.end", 2 + 3)
     assert result.check("load_path.unchanged")["ok"]
     assert before == after, "the given checkpoint or its folder changed"
+    assert result.stray_files == [], result.stray_files
 
 
 def test_checkpoint_smoke_missing_load_path_is_a_usage_error(tmp_path):
     result = run_python([str(CHECKPOINT), "--mode", "resume", "--load-path", str(tmp_path / "gone.pt")], tmp_path)
     assert_one_line_error(result, 2, "gone.pt' is not a file")
+    assert result.stray_files == [], result.stray_files
     result = run_python([str(CHECKPOINT), "--mode", "save", "--load-path", str(CHECKPOINT)], tmp_path)
     assert_one_line_error(result, 2, "--load-path works with --mode resume or --mode finetune")
+    assert result.stray_files == [], result.stray_files
 
 
 # ---- preflight.py (its decisions are asserted in-process in test_composer_claims.py) ----
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_preflight_runs_exactly_its_checks(tmp_path_factory, device):
+    result = canonical_run(tmp_path_factory, "composer-training/preflight.py", device)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert [check["name"] for check in result.json["checks"]] == PREFLIGHT_CHECKS
+
 
 def test_preflight_reports_every_problem_in_one_line(tmp_path, checkpoints, script_worker):
     device, _, root = checkpoints
@@ -236,3 +249,4 @@ def test_preflight_reports_every_problem_in_one_line(tmp_path, checkpoints, scri
 def test_preflight_missing_load_path_is_a_usage_error(tmp_path):
     result = run_python([str(PREFLIGHT), "--max-duration", "1ep", "--load-path", str(tmp_path / "gone.pt")], tmp_path)
     assert_one_line_error(result, 2, "gone.pt' is not a file")
+    assert result.stray_files == [], result.stray_files

@@ -1,6 +1,7 @@
 """Every script in every skill follows the smoke-script contract (references/smoke-script-contract.md)."""
 
-import filecmp
+import ast
+import json
 import os
 import re
 import socket
@@ -11,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CANONICAL_RUNS, REPO, SKILLS_DIR, assert_one_line_error, isolated_env, leg_marks, run_python
+from support.checks import RECORD_KEYS, meets, same_value
+from support.harness import DEVICES, REPO, SKILLS_DIR, assert_one_line_error, isolated_env, leg_marks, run_python
+from support.shared_runs import CANONICAL_RUNS, canonical_run
 
 CONTRACT = REPO / "skill_common" / "smoke_contract.py"
 SCRIPTS = sorted(path for path in SKILLS_DIR.glob("*/scripts/*.py")
@@ -32,11 +35,19 @@ IMPORTS_AFTER_HELP = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("scripts_dir", sorted(SKILLS_DIR.glob("*/scripts")), ids=lambda path: path.parent.name)
-def test_each_skill_carries_an_identical_contract_copy(scripts_dir):
-    copy = scripts_dir / "smoke_contract.py"
-    assert copy.exists(), f"{copy} is missing: run make sync-contract"
-    assert filecmp.cmp(copy, CONTRACT, shallow=False), f"{copy} differs from skill_common/smoke_contract.py: run make sync-contract"
+# Scripts whose main() still builds the parser itself; support/script_worker.py reads theirs by stopping main().
+def test_every_script_builds_its_parser_in_make_parser():
+    """One name for the parser factory: ``make_parser()`` returns the script's whole parser and main() parses with it,
+    so the tests read a script's flags without running it."""
+    built_in_main = []
+    for script in SCRIPTS:
+        functions = {node.name: node for node in ast.parse(script.read_text()).body
+                     if isinstance(node, ast.FunctionDef)}
+        called = {node.func.id for node in ast.walk(functions["main"])
+                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+        if "make_parser" not in functions or "make_parser" not in called:
+            built_in_main.append(script.name)
+    assert built_in_main == []
 
 
 @pytest.mark.parametrize("script", SCRIPT_PARAMS)
@@ -50,11 +61,13 @@ def test_help_shows_an_example_and_exit_codes_without_heavy_imports(script, tmp_
 
 @pytest.mark.parametrize("script", SCRIPT_PARAMS)
 def test_bad_arguments_get_one_line_and_exit_2(script, tmp_path):
-    assert_one_line_error(run_python([str(script), "--no-such-flag"], tmp_path), 2, "--no-such-flag")
-    assert_one_line_error(run_python([str(script), "--device", "tpu"], tmp_path), 2, "tpu")
     a_file = tmp_path / "not-a-dir"
     a_file.write_text("keep me")
-    assert_one_line_error(run_python([str(script), "--output-dir", str(a_file)], tmp_path), 2, "not a directory")
+    for args, fragment in ((["--no-such-flag"], "--no-such-flag"), (["--device", "tpu"], "tpu"),
+                           (["--output-dir", str(a_file)], "not a directory")):
+        result = run_python([str(script), *args], tmp_path)
+        assert_one_line_error(result, 2, fragment)
+        assert result.stray_files == [], (args, result.stray_files)
     assert a_file.read_text() == "keep me"
 
 
@@ -62,12 +75,14 @@ def test_bad_arguments_get_one_line_and_exit_2(script, tmp_path):
 def test_output_dirs_that_are_not_plain_folders_are_refused_saying_what_they_are(script, tmp_path):
     """'' is not the working folder; a dangling link is named as one (mkdir says only "File exists"); a brace would be
     expanded by Composer ({rank}, {run_name}), so checkpoints would land in sibling folders outside the output dir."""
-    assert_one_line_error(run_python([str(script), "--output-dir", ""], tmp_path), 2, "an empty path is not a folder")
     (tmp_path / "link").symlink_to(tmp_path / "gone")
-    assert_one_line_error(run_python([str(script), "--output-dir", "link/out"], tmp_path), 2,
-                          f"{str(Path('link'))!r} is a dangling symbolic link")
-    for braced in ("out/{rank}", "out/{run_name}", "out/x{"):
-        assert_one_line_error(run_python([str(script), "--output-dir", braced], tmp_path), 2, "has a brace in its path")
+    refused = [("", "an empty path is not a folder"),
+               ("link/out", f"{str(Path('link'))!r} is a dangling symbolic link"),
+               *((braced, "has a brace in its path") for braced in ("out/{rank}", "out/{run_name}", "out/x{"))]
+    for output_dir, fragment in refused:
+        result = run_python([str(script), "--output-dir", output_dir], tmp_path)
+        assert_one_line_error(result, 2, fragment)
+        assert result.stray_files == [], (output_dir, result.stray_files)
     assert sorted(path.name for path in tmp_path.iterdir()) == ["home", "link", "tmpdir"], \
         "nothing is created for a refused output dir"
 
@@ -119,6 +134,63 @@ def test_contract_module_behaviour(tmp_path):
     failed = run_python([str(script), "--json", "--fail", "--output-dir", str(kept)], tmp_path)
     assert_one_line_error(failed, 1, "requested")
     assert failed.json["ok"] is False and (kept / "artifact.txt").exists(), "a given output dir is never removed"
+
+
+def test_checks_carry_their_values_as_json(tmp_path):
+    """actual and expected hold values, not text: plain JSON (no NaN, a tuple as a list, a numpy scalar as its number,
+    a path as its text), null where a check compares none; the detail keeps its words."""
+    script = tmp_path / "values_smoke.py"
+    script.write_text(textwrap.dedent(f"""
+        import pathlib, signal, sys
+        import numpy
+        sys.path.insert(0, {str(CONTRACT.parent)!r})
+        from smoke_contract import build_parser, run_main
+
+        def body(run):
+            run.check_equal("arithmetic", 1 + 1, 2)
+            run.check("plain", True, "nothing to compare")
+            run.check("loss", 0.5 < 0.7, "loss 0.5000", actual=0.5, expected={{"<": 0.7}})
+            run.check("odd", True, "shown as JSON", actual=[(1, "a"), float("nan"), float("-inf"), pathlib.Path("/x"),
+                                                            signal.SIGKILL, numpy.int64(3)], expected={{1: (2, None)}})
+
+        parser = build_parser("values_smoke.py", "demo", "python scripts/values_smoke.py --json")
+        sys.exit(run_main("values_smoke.py", parser, body, ["pytest"]))
+    """))
+    result = run_python([str(script), "--json"], tmp_path)
+    assert result.returncode == 0, result.stderr
+
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+
+    checks = {check["name"]: check for check in json.loads(result.stdout, parse_constant=refuse)["checks"]}
+    assert all(list(check) == RECORD_KEYS for check in checks.values()), checks
+    assert checks["arithmetic"] == {"name": "arithmetic", "ok": True, "detail": "got 2, expected 2", "actual": 2,
+                                    "expected": 2}
+    assert checks["plain"]["actual"] is None and checks["plain"]["expected"] is None
+    assert same_value(checks["loss"]["expected"], {"<": 0.7}) and meets(checks["loss"]["actual"], {"<": 0.7})
+    assert checks["loss"]["detail"] == "loss 0.5000"
+    assert same_value(checks["odd"]["actual"], [[1, "a"], "nan", "-inf", "/x", 9, 3])
+    assert same_value(checks["odd"]["expected"], {"1": [2, None]})
+
+
+# Scripts whose checks report decisions or findings in words, with no value measured against another.
+NO_VALUES = {"composer-training/preflight.py", "composer-training/env_check.py", "composer-training/trap_check.py",
+             "transformers-training/env_check.py", "transformers-training/trap_check.py",
+             "transformers-training/training_args_smoke.py"}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("script", [pytest.param(script, marks=leg_marks(SKILLS_DIR / script))
+                                    for script in sorted(CANONICAL_RUNS)])
+def test_every_check_of_a_full_run_carries_values_that_agree_with_its_outcome(script, device, tmp_path_factory):
+    """Each script's shared full run: every check record has the five keys, a script that measures reports its
+    values, and every check that carries values passed exactly when actual meets expected."""
+    checks = canonical_run(tmp_path_factory, script, device).json["checks"]
+    assert checks and all(list(check) == RECORD_KEYS for check in checks), checks
+    carrying = [check for check in checks if check["actual"] is not None or check["expected"] is not None]
+    assert carrying or script in NO_VALUES, f"{script}: no check reports its values"
+    disagree = [check for check in carrying if meets(check["actual"], check["expected"]) != check["ok"]]
+    assert not disagree, disagree
 
 
 # A real script, run as users run it: the contract's summary is the last thing it writes.
@@ -175,6 +247,7 @@ def test_inherited_distributed_variables_are_cleared_before_torch_sees_them(scri
         listener.close()
     assert not connected, f"{script} connected to the inherited MASTER_ADDR"
     assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stray_files == [], result.stray_files
     assert result.network_attempts == []
     cleared = [line for line in result.stderr_lines if "cleared inherited distributed variables" in line]
     assert len(cleared) == 1 and all(name in cleared[0] for name in inherited), result.stderr[-3000:]

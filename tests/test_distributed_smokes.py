@@ -1,12 +1,11 @@
 """What both distributed smokes prove, launcher by launcher (each skill's scripts/distributed_smoke.py, run once per
 device as the shared canonical run; tests read its checks): every rank ran in one world, the ranks end with the
-same weights, the output of every rank is captured, bad arguments are refused before the heavy imports, and the
-launch code the two scripts share is the same. With launches of their own: Ctrl-C, SIGTERM and --timeout leave no
-process of a launch behind, --worker runs nowhere but in a launch, and (seen with strace) no process of a launch,
-native code included, sends anything off the machine. What only one skill proves is in
+same weights, the output of every rank is captured, and bad arguments are refused before the heavy imports (the
+launch code both scripts use is skill_common/_distributed_launch.py). With launches of their own: Ctrl-C, SIGTERM
+and --timeout leave no process of a launch behind, --worker runs nowhere but in a launch, and (seen with strace) no
+process of a launch, native code included, sends anything off the machine. What only one skill proves is in
 tests/test_distributed_<skill>.py."""
 
-import ast
 import ipaddress
 import os
 import re
@@ -19,15 +18,27 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (DEVICES, SKILLS_DIR, ScriptResult, assert_one_line_error, canonical_run, import_script,
-                      isolated_env, leg_marks, run_command, run_python, smoke_world_size, tree_state)
+from support import manifest
+from support.checks import assert_equal_check, same_value
+from support.harness import (DEVICES, SKILLS_DIR, ScriptResult, assert_one_line_error, import_script, isolated_env,
+                             leg_marks, run_command, run_python, tree_state)
+from support.shared_runs import canonical_run, smoke_world_size
 
-LAUNCHERS = {"composer-training": ["composer", "torchrun"], "transformers-training": ["torchrun", "accelerate"]}
+# Each skill with a distributed smoke, and the launchers that smoke runs under.
+LAUNCHERS = {name: skill.launchers for name, skill in manifest.SKILLS.items() if skill.launchers}
 SKILLS = [pytest.param(skill, id=skill, marks=leg_marks(SKILLS_DIR / skill)) for skill in LAUNCHERS]
 LAUNCHES = [pytest.param(skill, launcher, id=f"{skill}-{launcher}", marks=leg_marks(SKILLS_DIR / skill))
             for skill, launchers in LAUNCHERS.items() for launcher in launchers]
-# Functions each script has for its own library; every other function both define must be the same code.
-PER_SKILL = {"worker_train", "check_training", "body"}
+
+
+# The checks of one launch, in order, per skill (prefixed by the launcher's name in the summary).
+LAUNCH_CHECKS = {
+    "composer-training": ["launch", "ranks", "world_size", "global_samples", "sampler_shards", "same_weights",
+                          "checkpoint_rank0_only", "output_every_rank"],
+    "transformers-training": ["launch", "ranks", "world_size", "global_samples", "same_weights",
+                              "checkpoint_written_once", "loss_scaled_by_ranks_as_shipped",
+                              "loss_fixed_by_accepts_loss_kwargs_false", "output_every_rank"],
+}
 
 
 def smoke(tmp_path_factory, skill: str, device: str):
@@ -36,14 +47,12 @@ def smoke(tmp_path_factory, skill: str, device: str):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("skill", SKILLS)
-def test_every_check_passes_offline(skill, device, tmp_path_factory):
+def test_every_launcher_runs_exactly_its_checks_and_passes(skill, device, tmp_path_factory):
+    """(Offline: tests/test_confinement.py asserts it of this very run.)"""
     result = smoke(tmp_path_factory, skill, device)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.json["ok"] is True
-    assert result.network_attempts == [], result.network_attempts
-    names = [check["name"] for check in result.json["checks"]]
-    for launcher in LAUNCHERS[skill]:
-        assert f"{launcher}.launch" in names, names
+    assert [check["name"] for check in result.json["checks"]] == [
+        f"{launcher}.{name}" for launcher in LAUNCHERS[skill] for name in LAUNCH_CHECKS[skill]]
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -51,11 +60,11 @@ def test_every_check_passes_offline(skill, device, tmp_path_factory):
 def test_every_rank_ran_in_one_world(skill, launcher, device, tmp_path_factory):
     result = smoke(tmp_path_factory, skill, device)
     ranks, world = result.check(f"{launcher}.ranks"), result.check(f"{launcher}.world_size")
-    assert ranks["ok"] and world["ok"], (ranks, world)
+    assert world["ok"], world
     expected = list(range(smoke_world_size(result)))
-    assert ranks["detail"] == f"got {expected}, expected {expected}"
+    assert_equal_check(ranks, expected)
     if device == "cpu":
-        assert "[(2, 'gloo')]" in world["detail"]
+        assert same_value(world["actual"], [[2, "gloo"]]), world
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -75,23 +84,10 @@ def test_output_of_every_rank_is_captured(skill, launcher, device, tmp_path_fact
 @pytest.mark.parametrize("skill", SKILLS)
 def test_bad_launcher_is_a_usage_error_before_heavy_imports(skill, tmp_path):
     script = SKILLS_DIR / skill / "scripts" / "distributed_smoke.py"
-    assert_one_line_error(run_python([str(script), "--launcher", "deepspeed"], tmp_path, timeout=30), 2, "--launcher")
-    assert_one_line_error(run_python([str(script), "--timeout", "0"], tmp_path, timeout=30), 2, "--timeout")
-
-
-def functions(skill: str) -> dict[str, str]:
-    source = (SKILLS_DIR / skill / "scripts" / "distributed_smoke.py").read_text()
-    return {node.name: ast.get_source_segment(source, node) for node in ast.parse(source).body
-            if isinstance(node, ast.FunctionDef)}
-
-
-def test_the_launch_code_is_the_same_in_both_skills():
-    """Each skill folder must work alone, so the scripts carry their launch code twice; a fix goes into both."""
-    composer, transformers = functions("composer-training"), functions("transformers-training")
-    shared = (composer.keys() & transformers.keys()) - PER_SKILL
-    assert {"launch", "first_error", "check_launch"} <= shared, sorted(shared)
-    differing = sorted(name for name in shared if composer[name] != transformers[name])
-    assert not differing, f"distributed_smoke.py differs between the skills in {differing}: copy the fix across"
+    for flag, value in (("--launcher", "deepspeed"), ("--timeout", "0")):
+        result = run_python([str(script), flag, value], tmp_path, timeout=30)
+        assert_one_line_error(result, 2, flag)
+        assert result.stray_files == [], result.stray_files
 
 
 RANK_FAILS = """import faulthandler, os, sys
@@ -109,7 +105,7 @@ def test_a_failed_launch_names_what_the_rank_printed(how, named, tmp_path):
     launched = run_python(["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "fails.py", how],
                           tmp_path, timeout=120)
     assert launched.returncode != 0 and launched.network_attempts == []
-    line = import_script(SKILLS_DIR / "transformers-training" / "scripts" / "distributed_smoke.py").first_error(
+    line = import_script(SKILLS_DIR / "transformers-training" / "scripts" / "_distributed_launch.py").first_error(
         launched.stderr)
     assert all(words in line for words in named), f"{line}\n--- torchrun's stderr:\n{launched.stderr[-3000:]}"
 
@@ -129,8 +125,9 @@ def test_worker_flag_outside_a_launch_is_a_usage_error_that_overwrites_nothing(s
                       (["--worker"], {}),
                       # a token in the environment is not enough: the launch also writes it into the worker's folder
                       (["--worker", "--output-dir", str(yours)], {"DISTRIBUTED_SMOKE_LAUNCH_TOKEN": "0" * 32})):
-        assert_one_line_error(run_python([str(script_of(skill)), *argv], tmp_path, env=env, timeout=60), 2,
-                              "--worker is internal")
+        result = run_python([str(script_of(skill)), *argv], tmp_path, env=env, timeout=60)
+        assert_one_line_error(result, 2, "--worker is internal")
+        assert result.stray_files == [], result.stray_files
     assert [path.name for path in yours.iterdir()] == ["rank0.json"]
     assert (yours / "rank0.json").read_text() == "a user's file"
 
@@ -206,6 +203,7 @@ def test_a_launch_past_its_timeout_is_stopped_and_the_logs_the_error_names_are_k
     # the output dir was temporary: the JSON names it because it stays
     assert named and Path(named.group(1)) == Path(result.json["output_dir"]) / "torchrun", result.json
     assert (Path(named.group(1)) / "launcher.stderr.txt").is_file()
+    assert result.stray_files == [], result.stray_files
 
 
 # ---------------------------------------------------------------- what native code sends (c10d, gloo: below the guard)

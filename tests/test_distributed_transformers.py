@@ -5,17 +5,19 @@ launch commands of references/distributed-training.md are what the docs say. Run
 
 import json
 import math
-import re
 import shlex
 
 import pytest
 
-from conftest import DEVICES, GUARD_DIR, SKILLS_DIR, canonical_run, import_script, smoke_world_size
-from docs import blocks
+from support.checks import assert_equal_check, same_value
+from support.docs import blocks
+from support.harness import DEVICES, GUARD_DIR, SKILLS_DIR, import_script
+from support.manifest import SKILLS
+from support.shared_runs import canonical_run, smoke_world_size
 
 SCRIPT = SKILLS_DIR / "transformers-training" / "scripts" / "distributed_smoke.py"
 DOC = SKILLS_DIR / "transformers-training" / "references" / "distributed-training.md"
-LAUNCHERS = ["torchrun", "accelerate"]
+LAUNCHERS = SKILLS["transformers-training"].launchers
 
 
 @pytest.fixture(scope="module", params=DEVICES)
@@ -23,26 +25,21 @@ def smoke(request, tmp_path_factory):
     return canonical_run(tmp_path_factory, "transformers-training/distributed_smoke.py", request.param)
 
 
-def ratio(detail: str) -> float:
-    """The 'N.NNN x' factor a loss check reports."""
-    return float(re.search(r"= (\d+\.\d+) x", detail).group(1))
-
-
 @pytest.mark.parametrize("launcher", LAUNCHERS)
 def test_global_batch_is_per_device_batch_times_ranks(smoke, launcher):
     check = smoke.check(f"{launcher}.global_samples")
     assert check["ok"], check
-    total = 3 * 8 * smoke_world_size(smoke)  # 3 steps, 8 per rank
-    assert check["detail"].startswith(f"[3] optimizer steps; {total} samples read by {smoke_world_size(smoke)} ranks")
+    global_batch = 8 * smoke_world_size(smoke)  # 8 per rank: each of 3 steps reads every sample once
+    assert_equal_check(check, {"steps": [3], "samples_per_step": [list(range(global_batch))] * 3})
 
 
 @pytest.mark.parametrize("launcher", LAUNCHERS)
 def test_checkpoint_is_written_once_with_one_rng_state_per_rank(smoke, launcher):
     check = smoke.check(f"{launcher}.checkpoint_written_once")
     assert check["ok"], check
-    assert "ranks with should_save: [0]" in check["detail"]
+    assert same_value(check["actual"]["should_save"], [0]), check
     if smoke_world_size(smoke) == 2:
-        assert "'rng_state_0.pth', 'rng_state_1.pth'" in check["detail"]
+        assert same_value(check["actual"]["rng_files"], ["rng_state_0.pth", "rng_state_1.pth"]), check
 
 
 @pytest.mark.parametrize("launcher", LAUNCHERS)
@@ -51,10 +48,9 @@ def test_sequence_classification_loss_is_scaled_by_rank_count_until_fixed(smoke,
     fixed = smoke.check(f"{launcher}.loss_fixed_by_accepts_loss_kwargs_false")
     assert shipped["ok"] and fixed["ok"], (shipped, fixed)
     tolerance = 0.05 if smoke.json["device"] == "gpu" else 1e-3
-    assert math.isclose(ratio(shipped["detail"]), smoke_world_size(smoke), rel_tol=tolerance), shipped
-    gradient = float(re.search(r"gradient norm (\d+\.\d+) x", shipped["detail"]).group(1))
-    assert math.isclose(gradient, smoke_world_size(smoke), rel_tol=tolerance), shipped
-    assert math.isclose(ratio(fixed["detail"]), 1.0, rel_tol=tolerance), fixed
+    assert math.isclose(shipped["actual"]["loss_ratio"], smoke_world_size(smoke), rel_tol=tolerance), shipped
+    assert math.isclose(shipped["actual"]["gradient_ratio"], smoke_world_size(smoke), rel_tol=tolerance), shipped
+    assert math.isclose(fixed["actual"]["loss_ratio"], 1.0, rel_tol=tolerance), fixed
 
 
 # ---------------------------------------------------------------- accelerate launch, in-process on tiny scripts

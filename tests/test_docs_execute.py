@@ -1,9 +1,9 @@
 """Executable docs: every python and bash block in every SKILL.md, reference and README runs (or says why not).
 
-The python blocks of all documents of one skill run in one process (tests/run_doc_blocks.py: a fresh namespace,
+The python blocks of all documents of one skill run in one process (support/run_doc_blocks.py: a fresh namespace,
 scratch folder and environment per document), shared by the per-document tests, so the imports are paid once.
 A bash block whose every command is ``python scripts/<script>.py`` with the arguments of that script's canonical
-run (conftest.CANONICAL_RUNS) is proven by that shared run: the same command from a copy of the skill folder,
+run (shared_runs.CANONICAL_RUNS) is proven by that shared run: the same command from a copy of the skill folder,
 plus ``--device`` set to what ``auto`` picks here and ``--json`` so the result can be read."""
 
 import json
@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CANONICAL_RUNS, CUDA, REPO, canonical_run, leg_marks, run_command, run_once
-from docs import Block, markdown_files, runnable_blocks
-from run_doc_blocks import scratch_copy
+from support.docs import Block, markdown_files, runnable_blocks
+from support.harness import CUDA, REPO, leg_marks, run_command
+from support.run_doc_blocks import scratch_copy
+from support.shared_runs import CANONICAL_RUNS, canonical_run, run_once
 
-RUNNER = Path(__file__).resolve().parent / "run_doc_blocks.py"
+RUNNER = Path(__file__).resolve().parent / "support" / "run_doc_blocks.py"
 
 def _doc_id(path: Path) -> str:
     return str(path.relative_to(REPO))
@@ -87,8 +88,8 @@ def test_bash_block_runs(block, tmp_path, tmp_path_factory):
 @pytest.mark.parametrize("block", [param for param in BASH_BLOCKS if script_commands(param.values[0])])
 def test_script_blocks_are_the_canonical_runs(block):
     """A block of skill-script commands runs once per session, as the canonical run the route tests read; a block
-    that drifts from conftest.CANONICAL_RUNS would still run, as a second costly launch of the same scripts."""
+    that drifts from shared_runs.CANONICAL_RUNS would still run, as a second costly launch of the same scripts."""
     for script, args in script_commands(block):
         assert CANONICAL_RUNS.get(script) == args, (
             f"{block.where}: make `python scripts/{script.split('/')[1]} {shlex.join(args)}` the canonical run of "
-            f"{script} in tests/conftest.py (CANONICAL_RUNS: {CANONICAL_RUNS.get(script)})")
+            f"{script} in tests/support/shared_runs.py (CANONICAL_RUNS: {CANONICAL_RUNS.get(script)})")

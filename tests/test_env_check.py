@@ -17,17 +17,18 @@ import skills_ref
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from conftest import CUDA, REPO, SKILLS_DIR, assert_one_line_error, canonical_run, import_script
-from test_compatibility import SKILL_LEGS, SKILL_PACKAGES, pins
+from support import manifest
+from support.harness import CUDA, REPO, SKILLS_DIR, assert_one_line_error, import_script
+from support.shared_runs import canonical_run
 
-SKILLS = ["composer-training", "transformers-training"]
-SHARED_MARKER = "# ---- shared:"
-TABLE_MARKER = "# ---- this skill's table:"
-EXTRAS = {"composer-training": "composer", "transformers-training": "transformers"}
+SKILLS = list(manifest.SKILLS)
 HAS_MOSAICML = importlib.util.find_spec("composer") is not None
 
 
-DOCTORS = {skill: import_script(SKILLS_DIR / skill / "scripts" / "env_check.py") for skill in SKILLS}
+ENV_CHECKS = {skill: import_script(SKILLS_DIR / skill / "scripts" / "env_check.py") for skill in SKILLS}
+DOCTORS = {skill: script.DOCTOR for skill, script in ENV_CHECKS.items()}  # each skill's table with the shared checks
+# The shared doctor's version helpers (every skill carries the same copy: tests/test_shared_source.py)
+ENV_DOCTOR = import_script(SKILLS_DIR / "transformers-training" / "scripts" / "_env_doctor.py")
 
 
 def clauses(specifier: str) -> set[str]:
@@ -46,13 +47,14 @@ def declared(distribution: str, requirement: str, extra: str | None = None) -> s
 
 
 def real_versions(doctor) -> dict[str, str | None]:
-    names = [*doctor.REQUIRED, "torch", "torchvision", *doctor.OPTIONAL, *(name for name, _, _ in doctor.ADVISORIES)]
-    return {name: doctor.installed_version(name) for name in names}
+    names = [*doctor.required, "torch", "torchvision", *doctor.optional, *(name for name, _, _ in doctor.advisories)]
+    return {name: ENV_DOCTOR.installed_version(name) for name in names}
 
 
 def pinned_for(skill: str) -> dict[str, list[str]]:
     """What the constraint files (the one source of truth) say this skill was tested with."""
-    return {package: sorted({pins(leg)[package] for leg in SKILL_LEGS[skill]}) for package in SKILL_PACKAGES[skill]}
+    facts = manifest.SKILLS[skill]
+    return {package: sorted({manifest.pins(leg)[package] for leg in facts.legs}) for package in facts.packages}
 
 
 def installed(distribution: str) -> str | None:
@@ -68,29 +70,18 @@ def by_name(findings) -> dict:
 
 # ---- one source of truth ----
 
-def test_the_shared_code_is_the_same_in_every_skill():
-    def shared(text: str) -> str:
-        start = text.index('"""', text.index('"""') + 3) + 3  # drop the module docstring, which names the skill
-        return text[start:text.index(TABLE_MARKER)] + text[text.index(SHARED_MARKER):]
-
-    copies = {skill: shared((SKILLS_DIR / skill / "scripts" / "env_check.py").read_text()) for skill in SKILLS}
-    assert copies["composer-training"] == copies["transformers-training"], \
-        "env_check.py differs outside the per-skill table: copy the shared part across"
-
-
 @pytest.mark.parametrize("skill", SKILLS)
 def test_reads_the_tested_versions_that_skills_ref_and_the_constraint_files_hold(skill):
     doctor = DOCTORS[skill]
     metadata = skills_ref.read_properties(SKILLS_DIR / skill).metadata or {}
     from_spec_parser = {key.removeprefix("tested-"): [v.strip() for v in value.split(",")]
                         for key, value in metadata.items() if key.startswith("tested-")}
-    found = doctor.tested_versions(doctor.SKILL_MD)
+    found = ENV_DOCTOR.tested_versions(doctor.skill_md)
     assert found == from_spec_parser
     assert {package: sorted(versions) for package, versions in found.items()} == pinned_for(skill)
 
 
 def test_the_metadata_reader_agrees_with_the_spec_parser_on_odd_layouts(tmp_path):
-    doctor = DOCTORS["transformers-training"]
     variants = [
         'metadata:\n  disco-role: operating\n  tested-torch: "2.7.0, 2.13.0"\n  tested-mosaicml: 0.32.1\n',
         "metadata:\n  tested-torch: '2.7.0,2.13.0'\nlicense: MIT\n",
@@ -104,50 +95,50 @@ def test_the_metadata_reader_agrees_with_the_spec_parser_on_odd_layouts(tmp_path
         metadata = skills_ref.read_properties(skill).metadata or {}
         expected = {key.removeprefix("tested-"): [v.strip() for v in value.split(",")]
                     for key, value in metadata.items() if key.startswith("tested-")}
-        assert doctor.tested_versions(skill / "SKILL.md") == expected, variant
+        assert ENV_DOCTOR.tested_versions(skill / "SKILL.md") == expected, variant
 
 
 @pytest.mark.parametrize("skill", SKILLS)
 def test_required_packages_and_ranges_are_the_bundles(skill):
     doctor = DOCTORS[skill]
-    assert list(doctor.REQUIRED) == SKILL_PACKAGES[skill], "the doctor checks what test_compatibility pins"
-    extra = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"][EXTRAS[skill]]
+    assert list(doctor.required) == manifest.SKILLS[skill].packages, "the doctor checks what skills.toml lists"
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    extra = extras[manifest.SKILLS[skill].extra]
     ranges = {}
     for requirement in extra:
         name = re.match(r"[A-Za-z0-9_.-]+", requirement)[0]
         ranges[name] = clauses(requirement.split("#")[0][len(name):])
-    assert {name: clauses(spec) for name, (spec, _) in doctor.REQUIRED.items()} == ranges
+    assert {name: clauses(spec) for name, (spec, _) in doctor.required.items()} == ranges
 
 
 @pytest.mark.composer
 def test_composer_table_is_what_mosaicml_declares():
     doctor = DOCTORS["composer-training"]
-    assert clauses(doctor.REQUIRED["torch"][0]) == declared("mosaicml", "torch")
-    assert clauses(doctor.REQUIRED["torchvision"][0]) == declared("mosaicml", "torchvision")
-    assert clauses(doctor.OPTIONAL["tensorboard"][1]) == declared("mosaicml", "tensorboard", "tensorboard")
-    (name, affected, _), = doctor.ADVISORIES
+    assert clauses(doctor.required["torch"][0]) == declared("mosaicml", "torch")
+    assert clauses(doctor.required["torchvision"][0]) == declared("mosaicml", "torchvision")
+    assert clauses(doctor.optional["tensorboard"][1]) == declared("mosaicml", "tensorboard", "tensorboard")
+    (name, affected, _), = doctor.advisories
     nlp = declared("mosaicml", "transformers", "nlp")
     assert name == "transformers" and "<4.54" in nlp and clauses(affected) == {">=4.54"}
 
 
 def test_transformers_table_is_what_transformers_declares():
     doctor = DOCTORS["transformers-training"]
-    assert clauses(doctor.REQUIRED["torch"][0]) == declared("transformers", "torch", "torch")
-    assert clauses(doctor.OPTIONAL["deepspeed"][1]) == declared("transformers", "deepspeed", "deepspeed")
-    assert doctor.OPTIONAL["tensorboard"][1] == "" and declared("transformers", "tensorboard", "testing") == set()
+    assert clauses(doctor.required["torch"][0]) == declared("transformers", "torch", "torch")
+    assert clauses(doctor.optional["deepspeed"][1]) == declared("transformers", "deepspeed", "deepspeed")
+    assert doctor.optional["tensorboard"][1] == "" and declared("transformers", "tensorboard", "testing") == set()
 
 
 def test_version_comparison_agrees_with_pep_440():
-    doctor = DOCTORS["composer-training"]
     versions = ["2.6.0", "2.7.0", "2.7.0+cpu", "2.7.0+cu126", "2.7.1", "2.7.1rc1", "2.7.1.dev0", "2.13.0",
                 "0.32.1", "0.33.0", "4.57.1", "5.0.0rc1", "5.23", "5.24.0", "5.30.0.post1", "6.0.0", "1.9.9"]
-    specifiers = [spec for module in DOCTORS.values() for spec, _ in module.REQUIRED.values()] + [">=4.54", "!=2.7.0"]
+    specifiers = [spec for doctor in DOCTORS.values() for spec, _ in doctor.required.values()] + [">=4.54", "!=2.7.0"]
     for version in versions:
         for specifier in specifiers:
             expected = SpecifierSet(specifier).contains(Version(version), prereleases=True)
-            assert doctor.satisfies(version, specifier) == expected, (version, specifier)
-    assert doctor.same_version("2.13.0+cpu", "2.13.0") and doctor.same_version("5.23", "5.23.0")
-    assert not doctor.same_version("2.7.1rc1", "2.7.1")
+            assert ENV_DOCTOR.satisfies(version, specifier) == expected, (version, specifier)
+    assert ENV_DOCTOR.same_version("2.13.0+cpu", "2.13.0") and ENV_DOCTOR.same_version("5.23", "5.23.0")
+    assert not ENV_DOCTOR.same_version("2.7.1rc1", "2.7.1")
 
 
 # ---- the real venv of this leg, the skill folder copied alone ----
@@ -260,7 +251,7 @@ def in_process(capsys):
         versions = {**real_versions(doctor), **fake}
         saved_environ, saved_tempdir = dict(os.environ), tempfile.tempdir
         try:
-            code = doctor.main(["--json", "--device", "cpu"], version_of=versions.get)
+            code = ENV_CHECKS[skill].main(["--json", "--device", "cpu"], version_of=versions.get)
         finally:
             os.environ.clear()
             os.environ.update(saved_environ)

@@ -8,20 +8,18 @@ composer imports, so they prove the check happens before any heavy import (an im
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import os
 import shutil
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from composer_kit import trainer
-from conftest import assert_one_line_error, import_script, run_python
-from test_composer_claims import preflight  # noqa: F401 - a fixture used below
-from test_composer_scripts import CHECKPOINT, PREFLIGHT, SCRIPTS, checkpoint_smoke_all, checkpoints, got  # noqa: F401
+from support.checks import assert_equal_check
+from support.composer_kit import trainer
+from support.composer_scripts import CHECKPOINT, PREFLIGHT, SCRIPTS, checkpoint_smoke_all, got, state_of
+from support.harness import assert_one_line_error, import_script, run_python
 
 pytestmark = pytest.mark.composer
 
@@ -52,8 +50,8 @@ def drill_root(tmp_path_factory) -> Path:
 
 def test_the_default_kill_points_are_every_step_of_both_epochs_and_a_save():
     assert checkpoint_smoke.CRASH_BATCHES == CRASH_BATCHES and checkpoint_smoke.PER_EPOCH == 4
-    labels = [f"save{p[5:]}" if p.startswith("save:") else f"ba{p}"
-              for p in checkpoint_smoke.kill_points(checkpoint_smoke.DEFAULT_KILL_AT)]
+    labels = [f"ba{p}" for p in checkpoint_smoke.kill_points(checkpoint_smoke.DEFAULT_KILL_AT)] + \
+        [f"save{p}" for p in checkpoint_smoke.kill_points(checkpoint_smoke.DEFAULT_KILL_WHILE_SAVING)]
     assert labels == list(KILL_POINTS)
 
 
@@ -62,13 +60,13 @@ def test_a_killed_job_relaunched_with_autoresume_ends_bitwise_equal(checkpoints,
     device, result, root = checkpoints
     resumed_from, on_disk = KILL_POINTS[label]
     killed = result.check(f"crash.{label}.killed")
-    assert killed["ok"] and killed["detail"].startswith("child exit code -9; SIGKILL"), killed
+    assert_equal_check(killed, -9)  # the child's exit code: SIGKILL
     got(result, f"crash.{label}.files", sorted(on_disk + (["latest-rank0.pt"] if resumed_from else [])))
     got(result, f"crash.{label}.latest", saved_up_to(resumed_from)[-1] if resumed_from else None)
     got(result, f"crash.{label}.resumed_from", resumed_from)
     got(result, f"crash.{label}.end", CRASH_BATCHES)
     equal = result.check(f"crash.{label}.bitwise_equal")
-    assert equal["ok"] and f"relaunched from {resumed_from}ba to 8ba vs 8ba uninterrupted" in equal["detail"], equal
+    assert_equal_check(equal, [])  # no tensor differs from the uninterrupted run's
     folder = root / "crash" / label / "smoke-crash"
     assert (folder / "latest-rank0.pt").readlink().name == "ep1-ba8-rank0.pt"
 
@@ -77,9 +75,9 @@ def test_a_kill_during_a_save_leaves_a_torn_file_that_blocks_the_relaunch_until_
     _, result, root = checkpoints
     folder = root / "crash" / "save3" / "smoke-crash"
     torn = result.check("crash.save3.torn_file")
-    assert torn["ok"] and torn["detail"].startswith("ep0-ba3-rank0.pt: ") and "no zip end record" in torn["detail"]
+    assert_equal_check(torn, [str(folder / "ep0-ba3-rank0.pt")])  # the one file without a zip end record
     raised = result.check("crash.save3.relaunch_raises")
-    assert raised["ok"] and raised["detail"].startswith(
+    assert raised["ok"] and raised["actual"].startswith(
         f"FileExistsError: {folder}/ep0-ba3-rank0.pt may conflict with a future checkpoint"), raised
     got(result, "crash.save3.set_aside", ["ep0-ba3-rank0.pt"])
     partial = folder / "ep0-ba3-rank0.pt.partial"  # what the child left, kept by the advice
@@ -90,20 +88,24 @@ def test_a_kill_during_a_save_leaves_a_torn_file_that_blocks_the_relaunch_until_
 
 
 def test_kill_at_values_are_parsed_and_random_comes_from_the_seed():
-    assert checkpoint_smoke.kill_points(" 2, SAVE:08 ,random") == ["2", "save:8", "random"]
+    assert checkpoint_smoke.kill_points(" 2, 08 ,RANDOM") == ["2", "8", "random"]
     drawn = checkpoint_smoke.resolve_kill_points(["random", "1"], seed=7)
     assert drawn == checkpoint_smoke.resolve_kill_points(["random", "1"], seed=7)
     assert 1 <= int(drawn[0]) <= 8 and drawn[-1] == "1"
     assert {checkpoint_smoke.resolve_kill_points(["random"], seed)[0] for seed in range(40)} == \
         {str(batch) for batch in range(1, 9)}
-    assert checkpoint_smoke.resolve_kill_points(["3", "save:3", "3"], seed=0) == ["3", "save:3"]
+    assert checkpoint_smoke.resolve_kill_points(["3", "5", "3"], seed=0) == ["3", "5"]  # repeats dropped, in order
 
 
 @pytest.mark.parametrize("args, fragment", [
-    (["--kill-at", "9"], "--kill-at: '9' is not a batch 1 to 8, save:<batch> or random"),
-    (["--kill-at", "save:0"], "--kill-at: 'save:0' is not a batch 1 to 8"),
+    (["--kill-at", "9"], "--kill-at: '9' is not a batch 1 to 8 or random"),
+    (["--kill-at", "save:3"], "--kill-at: 'save:3' is not a batch 1 to 8 or random (a kill while saving is "
+                              "--kill-while-saving 3)"),
     (["--kill-at", "1,,2"], "--kill-at: '' is not a batch 1 to 8"),
+    (["--kill-while-saving", "0"], "--kill-while-saving: '0' is not a batch 1 to 8 or random"),
     (["--mode", "resume", "--kill-at", "1"], "--kill-at works with --mode crash or --mode all, not --mode resume"),
+    (["--mode", "save", "--kill-while-saving", "3"],
+     "--kill-while-saving works with --mode crash or --mode all, not --mode save"),
 ])
 def test_bad_kill_points_are_usage_errors(args, fragment, capsys):
     assert checkpoint_smoke.main([*args, "--json"]) == 2  # in-process: argparse and validate() import nothing heavy
@@ -122,19 +124,6 @@ BLOCK_HEAVY_IMPORTS = ("import runpy, sys; sys.modules.update(torch=None, numpy=
 
 def run_without_heavy_imports(script: Path, args: list[str], tmp: Path):
     return run_python(["-c", BLOCK_HEAVY_IMPORTS, str(script.parent), str(script), *args], tmp)
-
-
-def state_of(paths: list[Path]) -> dict:
-    """sha256 + mtime of every file, the target of every link, the names in every folder."""
-    state = {}
-    for path in paths:
-        if path.is_symlink():
-            state[path] = ("link", os.readlink(path), path.lstat().st_mtime_ns)
-        elif path.is_dir():
-            state[path] = ("dir", sorted(child.name for child in path.iterdir()))
-        else:
-            state[path] = (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns)
-    return state
 
 
 @pytest.fixture(scope="module")

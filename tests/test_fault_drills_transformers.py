@@ -8,8 +8,6 @@ tests/test_transformers_scripts.py); the damaged-input cases copy one of its che
 
 from __future__ import annotations
 
-import hashlib
-import os
 import pickle
 import random
 import re
@@ -18,12 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DEVICES, assert_one_line_error, import_script, run_python
-from test_transformers_scripts import CHECKPOINT, KILL_AT, KILL_WHILE_SAVING, SCRIPTS, checkpoint_smoke_all
+from support.checks import assert_equal_check, same_value
+from support.harness import DEVICES, assert_one_line_error, import_script, run_python
+from support.transformers_scripts import (CHECKPOINT, COPY_AGAIN, KILL_AT, KILL_WHILE_SAVING, SCRIPTS,
+                                          MkdirWhenUnpickled, assert_refused_before_torch, checkpoint_smoke_all,
+                                          fingerprint, good_checkpoint)
 
 SAVED_BEFORE_THE_OPTIMIZER = {"config.json", "generation_config.json", "model.safetensors", "tokenizer.json",
                               "tokenizer_config.json", "training_args.bin"}
-COPY_AGAIN = "copy the checkpoint folder again, or resume from an earlier complete checkpoint-N"
 
 
 def drill_check(tmp_path_factory, device: str, name: str):
@@ -38,11 +38,8 @@ def test_killed_after_checkpoint_resumes_bit_exact(tmp_path_factory, device, ste
     check = f"crash.kill_at_{step}"
     assert drill_check(tmp_path_factory, device, f"{check}.killed")["ok"]
     resumed = drill_check(tmp_path_factory, device, f"{check}.resumed")
-    assert resumed["ok"], resumed
-    assert resumed["detail"] == (f"got {{'from': 'checkpoint-{step}', 'steps': {list(range(step + 1, 7))}}}, "
-                                 f"expected {{'from': 'checkpoint-{step}', 'steps': {list(range(step + 1, 7))}}}")
-    assert drill_check(tmp_path_factory, device, f"{check}.bitwise_equal")["detail"] == \
-        "0 tensors differ from the uninterrupted run"
+    assert_equal_check(resumed, {"from": f"checkpoint-{step}", "steps": list(range(step + 1, 7))})
+    assert_equal_check(drill_check(tmp_path_factory, device, f"{check}.bitwise_equal"), [])  # no tensor differs
 
 
 @pytest.mark.parametrize("step", KILL_WHILE_SAVING)
@@ -56,11 +53,12 @@ def test_killed_while_saving_leaves_a_checkpoint_without_trainer_state(tmp_path_
     assert killed["ok"], killed
     on_disk = drill_check(tmp_path_factory, device, f"{check}.left_on_disk")
     assert on_disk["ok"], on_disk
-    files = on_disk["detail"][f"checkpoint-{step}"]
-    assert set(files) == SAVED_BEFORE_THE_OPTIMIZER | {"optimizer.pt"}, files
+    assert same_value(on_disk["actual"], {"files": sorted(SAVED_BEFORE_THE_OPTIMIZER | {"optimizer.pt"}),
+                                          "optimizer_is_zip": False}), on_disk
+    files = on_disk["detail"][f"checkpoint-{step}"]  # name -> size
     assert 0 < files["optimizer.pt"] < 100_000, files  # a complete optimizer.pt of this model is ~235 kB
     assert on_disk["detail"]["run_folder"] == [f"checkpoint-{n}" for n in range(1, step + 1)], on_disk
-    raised = drill_check(tmp_path_factory, device, f"{check}.resume_true_raises")["detail"]
+    raised = drill_check(tmp_path_factory, device, f"{check}.resume_true_raises")["actual"]
     assert re.fullmatch(rf"FileNotFoundError: \[Errno 2\] No such file or directory: '.*/checkpoint-{step}/"
                         r"trainer_state\.json'", raised), raised
 
@@ -72,11 +70,9 @@ def test_deleting_the_incomplete_checkpoint_resumes_bit_exact(tmp_path_factory, 
     or start fresh when it was the first."""
     check = f"crash.killed_while_saving_{step}"
     resumed = drill_check(tmp_path_factory, device, f"{check}.resumed")
-    start = f"'checkpoint-{step - 1}'" if step > 1 else "None"
-    expected = f"{{'from': {start}, 'steps': {list(range(step, 7))}}}"
-    assert resumed["ok"] and resumed["detail"] == f"got {expected}, expected {expected}", resumed
-    assert drill_check(tmp_path_factory, device, f"{check}.bitwise_equal")["detail"] == \
-        "0 tensors differ from the uninterrupted run"
+    start = f"checkpoint-{step - 1}" if step > 1 else None
+    assert_equal_check(resumed, {"from": start, "steps": list(range(step, 7))})
+    assert_equal_check(drill_check(tmp_path_factory, device, f"{check}.bitwise_equal"), [])  # no tensor differs
 
 
 def import_checkpoint_smoke():
@@ -98,34 +94,12 @@ def test_kill_points_parse_and_repeats_are_dropped_once_drawn():
 ], ids=["kill-at-past-last-checkpoint", "kill-while-saving-0", "kill-at-not-a-number", "kill-at-without-crash-mode",
         "resume-from-with-mode"])
 def test_bad_drill_arguments(run_script, args, fragment):
-    assert_one_line_error(run_script(CHECKPOINT, *args), 2, fragment)
+    result = run_script(CHECKPOINT, *args)
+    assert_one_line_error(result, 2, fragment)
+    assert result.stray_files == [], result.stray_files
 
 
 # ---- --resume-from: damaged checkpoints fail before torch loads, and are left as they were ----
-
-def good_checkpoint(tmp_path_factory) -> Path:
-    """straight/checkpoint-3 written by the CPU run of the script."""
-    result = checkpoint_smoke_all(tmp_path_factory, "cpu")
-    assert result.returncode == 0, result.stderr[-3000:]
-    return Path(result.json["output_dir"]) / "straight" / "checkpoint-3"
-
-
-def fingerprint(folder: Path) -> dict:
-    """sha256 and mtime of every file under ``folder``: equal before and after means nothing was touched."""
-    return {str(path.relative_to(folder)): (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns)
-            for path in sorted(folder.rglob("*")) if path.is_file()}
-
-
-class MkdirWhenUnpickled:
-    """A pickle payload, as a hostile checkpoint would hold one: unpickling it calls os.mkdir(marker), harmless and
-    visible."""
-
-    def __init__(self, marker: Path):
-        self.marker = marker
-
-    def __reduce__(self):
-        return os.mkdir, (str(self.marker),)
-
 
 def truncate(path: Path) -> None:
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
@@ -173,12 +147,6 @@ DAMAGES = {  # id: (file, damage, what the one line says after naming the file)
     "trainer-state-empty": ("trainer_state.json", lambda path: path.write_bytes(b""), "is empty (0 bytes)"),
     "config-truncated": ("config.json", truncate, "is damaged: not valid JSON"),
 }
-
-
-def assert_refused_before_torch(result, fragment: str) -> None:
-    assert_one_line_error(result, 2, fragment)
-    imported = re.findall(r"^import time:.*\|\s+(torch|transformers|safetensors)\s*$", result.stderr, re.M)
-    assert not imported, f"{imported} imported before the checkpoint was refused"
 
 
 @pytest.mark.parametrize("case", DAMAGES)
@@ -240,11 +208,12 @@ def test_resume_from_a_kept_checkpoint_is_bit_exact_and_reads_only(tmp_path_fact
     result = run_python([str(CHECKPOINT), "--resume-from", str(folder), "--device", device, "--json"], tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.network_attempts == []
+    assert result.stray_files == [], result.stray_files
     assert [check["name"] for check in result.json["checks"]] == [
         "resume_from.weights_loaded", "resume_from.steps_run", "resume_from.bitwise_equal"]
-    assert result.check("resume_from.weights_loaded")["detail"] == "0 tensors differ from checkpoint-3"
-    assert result.check("resume_from.steps_run")["detail"] == "got [4, 5, 6], expected [4, 5, 6]"
-    assert result.check("resume_from.bitwise_equal")["detail"].startswith("0 tensors differ")
+    assert_equal_check(result.check("resume_from.weights_loaded"), [])  # no tensor differs from checkpoint-3
+    assert_equal_check(result.check("resume_from.steps_run"), [4, 5, 6])
+    assert_equal_check(result.check("resume_from.bitwise_equal"), [])
     assert fingerprint(folder.parent) == before
 
 
@@ -261,7 +230,7 @@ def resume_damaged(tmp_path_factory):
 
     script = import_checkpoint_smoke()
     good = good_checkpoint(tmp_path_factory)
-    setup = script.Setup(seed=0, output_dir=tmp_path_factory.mktemp("resumed"), device="cpu")
+    setup = script.Kit(seed=0, output_dir=tmp_path_factory.mktemp("resumed"), device="cpu")
     final = setup.weights(good.parent / "checkpoint-6")
 
     def resume(name: str | None, damage=None):
@@ -280,7 +249,8 @@ def resume_damaged(tmp_path_factory):
             torch.set_num_threads(threads)
         rates = {entry["step"]: entry["learning_rate"] for entry in trainer.state.log_history if "loss" in entry}
         new_steps = script.trained_steps(trainer)[3:]
-        return new_steps, [rates[step] for step in new_steps], setup.differing(final, setup.weights(trainer.model))
+        differing = script.differing_tensors(final, setup.weights(trainer.model))
+        return new_steps, [rates[step] for step in new_steps], differing
 
     gc.freeze()  # as the script does: Trainer.train() calls gc.collect(), ~0.4 s a run over this process's heap
     yield resume

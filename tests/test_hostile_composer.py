@@ -1,7 +1,7 @@
 """What an outside hostile tester found in the composer-training scripts (issue #16), each proven with real files and
 real runs: a checkpoint whose pickle runs code is refused before anything unpickles it, resumes are bit-exact from
 every checkpoint position, damaged and foreign checkpoints are exit 2 naming the file, and an empty duration is named
-as empty. Most runs go through the skill's worker process (tests/script_worker.py), which imports Composer once."""
+as empty. Most runs go through the skill's worker process (support/script_worker.py), which imports Composer once."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from composer_kit import classifier, loader, trainer
-from conftest import assert_one_line_error, import_script, run_python
-from test_composer_claims import weights
-from test_composer_scripts import CHECKPOINT, PREFLIGHT, SCRIPTS
-from test_fault_drills_composer import state_of
+from support.checks import assert_equal_check, same_value
+from support.composer_kit import classifier, loader, trainer, weights
+from support.composer_scripts import CHECKPOINT, PREFLIGHT, SCRIPTS, state_of
+from support.harness import assert_one_line_error, import_script, run_python
+from support.tensors import differing
 
 pytestmark = pytest.mark.composer
 
@@ -77,6 +77,7 @@ def test_checkpoint_smoke_refuses_a_load_path_that_would_run_code(malicious, tmp
     assert_one_line_error(result, 2, f"--load-path {str(evil)!r} {REFUSED}: Composer unpickles checkpoints")
     assert "this script saves plain data only" in result.stderr and not marker.exists()
     assert state_of([evil]) == before
+    assert result.stray_files == [], result.stray_files
 
 
 @pytest.mark.parametrize("args, fragment", [
@@ -120,9 +121,9 @@ def test_resume_is_bitwise_equal_from_every_checkpoint_position(batches, worker,
     after a kill at every step of two epochs is the shared --mode all run (test_fault_drills_composer.py)."""
     result = worker.run(CHECKPOINT, "--mode", "resume", "--batches", str(batches), "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.check("resume.start")["detail"].endswith(f"starts at {batches}ba")
-    equal = result.check("resume.bitwise_equal")
-    assert equal["ok"] and equal["detail"].startswith(f"{batches}ba + resume to {2 * batches}ba"), equal
+    assert same_value(result.check("resume.start")["actual"], batches)
+    assert_equal_check(result.check("resume.end"), 2 * batches)
+    assert_equal_check(result.check("resume.bitwise_equal"), [])  # no tensor differs from the straight run
 
 
 def shuffled_weights(distributed: bool, dropout: bool, total: int, **settings) -> list:
@@ -156,8 +157,7 @@ def test_a_random_sampler_resumes_inside_a_later_epoch_bit_exact_only_if_trainin
     straight = shuffled_weights(distributed, dropout, total, save_folder=str(tmp_path), save_interval="1ba")
     resumed = {batch: shuffled_weights(distributed, dropout, total, load_path=str(
         tmp_path / f"ep{(batch - 1) // PER_EPOCH}-ba{batch}-rank0.pt")) for batch in range(1, total)}
-    assert [batch for batch, ended in resumed.items() if all(a.equal(b) for a, b in zip(straight, ended))] == \
-        exact_from
+    assert [batch for batch, ended in resumed.items() if not differing(straight, ended)] == exact_from
 
 
 # ---- 11. damaged and foreign checkpoints that only torch.load or Composer would notice ----

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import assert_one_line_error, import_script, run_python
-from quoted_errors_transformers import arguments, rows, tiny_classifier
-from test_fault_drills_transformers import (COPY_AGAIN, MkdirWhenUnpickled, assert_refused_before_torch, fingerprint,
-                                            good_checkpoint)
-from test_transformers_scripts import ARGS, CHECKPOINT, SCRIPTS, training_args  # noqa: F401 - training_args: fixture
+from support.checks import assert_equal_check
+from support.harness import assert_one_line_error, import_script, run_python
+from support.transformers_kit import arguments, rows, tiny_classifier
+from support.transformers_scripts import (ARGS, CHECKPOINT, COPY_AGAIN, SCRIPTS, MkdirWhenUnpickled,
+                                          assert_refused_before_torch, fingerprint, good_checkpoint)
 
 checkpoint_smoke = import_script(SCRIPTS / "checkpoint_smoke.py")  # stdlib helpers; heavy imports only in body()
 training_args_smoke = import_script(SCRIPTS / "training_args_smoke.py")
@@ -141,6 +141,7 @@ def test_a_pickle_that_asks_to_run_code_is_refused_and_runs_none(tmp_path_factor
                                      "unpickled: torch.load(weights_only=True), as the Trainer loads it, refused")
     assert not marker.exists()
     assert fingerprint(folder) == before
+    assert result.stray_files == [], result.stray_files
 
 
 @pytest.mark.parametrize(("name", "damage", "says"), [
@@ -157,6 +158,7 @@ def test_damage_only_the_library_sees_is_named_before_training(tmp_path_factory,
     result = run_python([str(CHECKPOINT), "--resume-from", str(folder), "--device", "cpu"], tmp_path / "run")
     assert_one_line_error(result, 2, f"--resume-from: {str(folder / name)!r} {says}")
     assert fingerprint(folder) == before
+    assert result.stray_files == [], result.stray_files
 
 
 def test_log_history_entries_are_not_read(tmp_path_factory, tmp_path):
@@ -167,15 +169,16 @@ def test_log_history_entries_are_not_read(tmp_path_factory, tmp_path):
     before = fingerprint(folder)
     result = run_python([str(CHECKPOINT), "--resume-from", str(folder), "--device", "cpu", "--json"], tmp_path / "run")
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.check("resume_from.steps_run")["detail"] == "got [4, 5, 6], expected [4, 5, 6]"
+    assert_equal_check(result.check("resume_from.steps_run"), [4, 5, 6])
     assert fingerprint(folder) == before
+    assert result.stray_files == [], result.stray_files
 
 
 # ---- checkpoint_smoke.py --kill-at random ----
 
 def drawn_kill_points(seed: int) -> tuple[list[int], list[int]]:
     """The kill points the script's own parser and validation draw for 'random' with ``seed``."""
-    args = checkpoint_smoke.parse_args().parse_args(
+    args = checkpoint_smoke.make_parser().parse_args(
         ["--mode", "crash", "--kill-at", "random", "--kill-while-saving", "random,2", "--seed", str(seed)])
     checkpoint_smoke.validate(args)
     return args.kill_at, args.kill_while_saving
@@ -199,6 +202,7 @@ def test_a_random_kill_runs_the_drill_its_seed_draws(tmp_path):
               if check["name"].endswith(".killed")]
     assert killed == [f"crash.kill_at_{step}" for step in kill_at] + \
         [f"crash.killed_while_saving_{step}" for step in while_saving]
+    assert result.stray_files == [], result.stray_files
 
 
 # ---- training_args_smoke.py: values that cannot train ----
@@ -285,6 +289,7 @@ def test_learning_rate_nan_prints_strict_json_as_a_user_runs_it(run_script):
     result = run_script(ARGS, "--learning_rate", "nan", "--device", "cpu", "--json")
     assert_one_line_error(result, 2, "--learning_rate nan is not a finite number")
     assert strict_json(result.stdout)["ok"] is False
+    assert result.stray_files == [], result.stray_files
 
 
 # ---- training_args_smoke.py: no flag prefixes; the seed TrainingArguments gets ----

@@ -5,13 +5,9 @@ import tomllib
 
 import pytest
 
-import sys
-
-from conftest import REPO, run_python
-from test_compatibility import SKILL_PACKAGES, pins
-
-sys.path.insert(0, str(REPO / "scripts"))
-from sync_inline_metadata import skill_scripts  # noqa: E402
+from support.harness import REPO, run_python
+from support.manifest import SKILLS, pins
+from sync_inline_metadata import skill_scripts  # scripts/ is on sys.path: support.manifest puts it there
 
 SCRIPTS = skill_scripts()  # every skill script but env_check.py and the contract module
 # The regular expression PEP 723 gives for reading the block.
@@ -31,7 +27,7 @@ def test_header_pins_the_tested_versions(script):
     metadata = inline_metadata(script)
     assert metadata["requires-python"] == ">=3.11"
     declared = dict(dependency.split("==") for dependency in metadata["dependencies"])
-    assert set(declared) == set(SKILL_PACKAGES[script.parts[-3]])
+    assert set(declared) == set(SKILLS[script.parts[-3]].packages)
     default = pins("default")
     assert declared == {name: default[name] for name in declared}
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import skills_ref
 
-from conftest import REPO, SKILLS_DIR, assert_one_line_error, run_python, skill_dirs
+from support.harness import REPO, SKILLS_DIR, assert_one_line_error, run_python, skill_dirs
 
 SCRIPT = REPO / "scripts" / "package_skills.py"
 spec = importlib.util.spec_from_file_location("package_skills", SCRIPT)

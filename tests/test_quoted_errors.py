@@ -1,17 +1,12 @@
 """Quoted errors: every message a document quotes in an ```error block is raised by the installed library."""
 
-import importlib
-from pathlib import Path
-
 import pytest
 
-from conftest import REPO, leg_marks
-from docs import markdown_files, matches_quote, quoted_errors
-from quoted_errors import PRODUCERS
+from support.docs import markdown_files, matches_quote, quoted_errors
+from support.harness import REPO, leg_marks
+from support.quoted_errors import load_producers
 
-# Importing a module registers its producers; composer producers import composer only when called.
-for module in sorted(Path(__file__).parent.glob("quoted_errors_*.py")):
-    importlib.import_module(module.stem)
+PRODUCERS = load_producers()  # every producer module imported; composer producers import composer only when called
 
 QUOTES = [pytest.param(error_id, quote, where, id=where, marks=leg_marks(REPO / where.split(":")[0]))
           for path in markdown_files() for error_id, quote, where in quoted_errors(path)]
@@ -19,7 +14,7 @@ QUOTES = [pytest.param(error_id, quote, where, id=where, marks=leg_marks(REPO / 
 
 @pytest.mark.parametrize(("error_id", "quote", "where"), QUOTES)
 def test_quoted_error_is_what_the_library_raises(error_id, quote, where, tmp_path):
-    assert error_id in PRODUCERS, f"{where}: no producer for error block {error_id!r} in tests/quoted_errors_*.py"
+    assert error_id in PRODUCERS, f"{where}: no producer for error block {error_id!r} in tests/support/quoted_errors_*.py"
     message = PRODUCERS[error_id](tmp_path)
     assert matches_quote(quote, message), f"{where}: quoted\n  {quote}\nbut the library raised\n  {message}"
 

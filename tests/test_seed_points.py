@@ -6,9 +6,10 @@ from __future__ import annotations
 import re
 
 import pytest
-from composer_kit import classifier, trainer
+from support.composer_kit import classifier, trainer
 
-from conftest import SKILLS_DIR
+from support.harness import SKILLS_DIR
+from support.tensors import differing
 
 pytestmark = pytest.mark.composer
 
@@ -30,13 +31,11 @@ def _renamed_classifier():
 
 
 def test_same_shape_fine_tune_needs_load_weights_only_alone(tmp_path):
-    import torch
-
     checkpoint, saved = _saved_checkpoint(tmp_path)
     fine_tune = trainer(max_duration="1ba", load_path=checkpoint, load_weights_only=True)
     assert int(fine_tune.state.timestamp.batch) == 0  # the timestamp starts fresh
     loaded = fine_tune.state.model.state_dict()
-    assert all(torch.equal(loaded[name], tensor) for name, tensor in saved.items())
+    assert not differing(saved, loaded)
     fine_tune.close()
 
 
@@ -51,7 +50,7 @@ def test_non_strict_loading_hides_weights_that_did_not_load(tmp_path):
     quiet = trainer(model=model, max_duration="1ba", load_path=checkpoint, load_weights_only=True,
                     load_strict_model_weights=False, load_ignore_keys=["state/model/module.2*"])
     # No error, and not one saved weight arrived: every tensor is still the fresh model's
-    assert all(torch.equal(tensor, initial[name]) for name, tensor in quiet.state.model.state_dict().items())
+    assert not differing(initial, quiet.state.model.state_dict())
     assert not any(torch.equal(fresh, trained) for fresh, trained in zip(initial.values(), saved.values(), strict=True))
     quiet.close()
 

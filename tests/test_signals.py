@@ -29,7 +29,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CANONICAL_RUNS, REPO, isolated_env, skill_dirs, skill_param, stray_files, tree_state
+from support.harness import REPO, isolated_env, skill_dirs, skill_param, stray_files, tree_state
+from support.shared_runs import CANONICAL_RUNS
 
 SEED = int(os.environ.get("SIGNAL_TEST_SEED", "20240917"))
 PARALLEL_RUNS = 4
@@ -168,7 +169,7 @@ def interrupted_problems(run: SignalledRun, script: str, signum: int) -> list[st
 
 def single_process_scripts(skill: Path) -> list[Path]:
     return sorted(path for path in (skill / "scripts").glob("*.py")
-                  if path.name != "smoke_contract.py" and not path.name.startswith("distributed_"))
+                  if path.name != "smoke_contract.py" and not path.name.startswith(("distributed_", "_")))
 
 
 def canonical_command(skill: Path, script: Path) -> list[str]:
@@ -225,7 +226,7 @@ def test_signals_at_random_moments_leave_no_process_and_no_file(skill, tmp_path)
 
 DEMO = textwrap.dedent(f"""
     import multiprocessing, sys, time
-    sys.path.insert(0, {str(REPO / "scripts")!r})
+    sys.path.insert(0, {str(REPO / "skill_common")!r})
     from smoke_contract import build_parser, log, require, run_main
 
     def drill(folder):  # a crash drill's child: writes into the output dir for a while

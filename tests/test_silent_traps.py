@@ -14,10 +14,10 @@ from typing import NamedTuple
 
 import pytest
 
-from composer_kit import trainer as composer_trainer
-from conftest import SKILLS_DIR, run_python
-from docs import blocks
-from quoted_errors_transformers import arguments, rows, tiny_classifier
+from support.composer_kit import trainer as composer_trainer
+from support.docs import blocks
+from support.harness import SKILLS_DIR, run_python
+from support.transformers_kit import arguments, rows, tiny_classifier
 
 RECIPES = SKILLS_DIR / "transformers-training" / "references" / "task-recipes.md"
 

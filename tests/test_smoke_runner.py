@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import REPO, assert_one_line_error, isolated_env, run_python
+from support.harness import REPO, assert_one_line_error, isolated_env, run_python
 
 RUNNER = REPO / "scripts" / "smoke_runner.py"
 FAKE_SCRIPT = textwrap.dedent("""

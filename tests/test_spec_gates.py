@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import skills_ref
 
-from conftest import REPO, SKILLS_DIR, skill_dirs
-from docs import markdown_files, named_scripts, relative_links
+from support.docs import markdown_files, named_scripts, relative_links
+from support.harness import REPO, SKILLS_DIR, skill_dirs
 
 ALLOWED_FIELDS = {"name", "description", "license", "compatibility", "metadata", "allowed-tools"}
 MAX_DESCRIPTION = 1024

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SKILLS_DIR
-from quoted_errors_transformers import (OFFLINE, PROBED_ENVIRONMENTS, arguments, evaluate_offline_probe, rows,
-                                      tiny_classifier, word_tokenizer)
-from surface_transformers import INVALID
+from support.harness import SKILLS_DIR
+from support.quoted_errors_transformers import OFFLINE, PROBED_ENVIRONMENTS, evaluate_offline_probe
+from support.surface_transformers import INVALID
+from support.transformers_kit import arguments, rows, tiny_classifier, word_tokenizer
 
 SKILL = SKILLS_DIR / "transformers-training"
 

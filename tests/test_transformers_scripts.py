@@ -1,20 +1,20 @@
-"""The transformers-training smoke scripts. Each runs once per device, in ONE test that reads its JSON check by
-check (tests spread over xdist workers would each start the script again); bad inputs get the contracted exit
-code and one line. tests/test_contract.py covers --help and the contract flags."""
+"""The transformers-training smoke scripts. Each runs once per device (the shared canonical run, also across xdist
+workers); per script one test asserts its exact check list and that it passed, and each claim read from its JSON is a
+test of its own. Bad inputs get the contracted exit code and one line. tests/test_contract.py covers --help and the
+contract flags; tests/test_confinement.py, that these runs write nothing outside their output dir and stay offline."""
 
 from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-from pathlib import Path
 
 import pytest
 
-from conftest import (CANONICAL_RUNS, DEVICES, SKILLS_DIR, TRAINING_ARGS_SEED_EXAMPLE,
-                      assert_one_line_error, canonical_run, import_script)
+from support.checks import assert_equal_check
+from support.harness import DEVICES, assert_one_line_error, import_script
+from support.shared_runs import TRAINING_ARGS_SEED_EXAMPLE, canonical_run
+from support.transformers_scripts import ARGS, KILL_AT, KILL_WHILE_SAVING, SCRIPTS, TRAIN, checkpoint_smoke_all
 
-SCRIPTS = SKILLS_DIR / "transformers-training" / "scripts"
-TRAIN, CHECKPOINT, ARGS = SCRIPTS / "train_smoke.py", SCRIPTS / "checkpoint_smoke.py", SCRIPTS / "training_args_smoke.py"
 SEED_EXAMPLE = TRAINING_ARGS_SEED_EXAMPLE  # the seed document's example command
 TRAIN_CHECKS = [f"{task}.{name}" for task, names in {
     "text-classification": ["metric.local_module", "train.global_step", "train.loss_finite", "eval.accuracy",
@@ -26,47 +26,49 @@ CHECKPOINT_CHECKS = ["straight.checkpoints", "checkpoint.contents", "save_model.
                      "resume.by_path.bitwise_equal", "resume.latest.steps_run", "resume.latest.bitwise_equal",
                      "resume.larger_max_steps.first_learning_rate", "best.checkpoint", "best.loaded_at_end",
                      "best.only_best_kept_with_save_total_limit_1"]
-# The crash drills the suite runs: killed after checkpoint 1 (the first step), 2 (mid-epoch) and 4 (the epoch
-# boundary: 16 rows at batch 4), and killed while writing checkpoint 1 (nothing complete is left) and 3.
-KILL_AT, KILL_WHILE_SAVING = [1, 2, 4], [1, 3]
 CRASH_CHECKS = [
     f"crash.kill_at_{step}.{name}" for step in KILL_AT for name in ("killed", "resumed", "bitwise_equal")] + [
     f"crash.killed_while_saving_{step}.{name}" for step in KILL_WHILE_SAVING
     for name in ("killed", "left_on_disk", "resume_true_raises", "resumed", "bitwise_equal")]
 
 
-def checkpoint_smoke_all(tmp_path_factory, device: str):
-    """checkpoint_smoke.py --mode all (the resume checks and the crash drills at KILL_AT and KILL_WHILE_SAVING): the
-    shared canonical run, also read by tests/test_fault_drills_transformers.py; its files stay in its output dir."""
-    result = canonical_run(tmp_path_factory, "transformers-training/checkpoint_smoke.py", device)
-    args = CANONICAL_RUNS["transformers-training/checkpoint_smoke.py"]
-    assert args[args.index("--kill-at") + 1] == ",".join(map(str, KILL_AT))
-    assert args[args.index("--kill-while-saving") + 1] == ",".join(map(str, KILL_WHILE_SAVING))
-    return result
-
-
 def assert_all_checks_pass(result, expected_names: list[str]) -> dict:
+    """Exit 0 (by the contract: every check passed) with exactly these checks, in order."""
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.network_attempts == [], result.network_attempts
-    summary = result.json
-    assert summary["ok"] and summary["exit_code"] == 0
-    assert [check["name"] for check in summary["checks"]] == expected_names
-    failed = [check for check in summary["checks"] if not check["ok"]]
-    assert not failed, failed
-    return summary
+    assert [check["name"] for check in result.json["checks"]] == expected_names
+    return result.json
+
+
+def train_run(tmp_path_factory, device: str):
+    return canonical_run(tmp_path_factory, "transformers-training/train_smoke.py", device)
 
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_train_smoke(tmp_path_factory, device):
-    result = canonical_run(tmp_path_factory, "transformers-training/train_smoke.py", device)
-    summary = assert_all_checks_pass(result, TRAIN_CHECKS)
+    summary = assert_all_checks_pass(train_run(tmp_path_factory, device), TRAIN_CHECKS)
     assert summary["device"] == device
     for name in ("transformers", "torch", "datasets", "evaluate"):
         assert summary["versions"][name] == importlib.metadata.version(name)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_train_smoke_loads_the_metric_from_its_local_module(tmp_path_factory, device):
+    result = train_run(tmp_path_factory, device)
     # The metric went through the real evaluate API, loaded from the local module file.
-    assert result.check("text-classification.metric.local_module")["detail"] == "evaluate module 'accuracy_metric'"
-    assert "eval_accuracy" in result.check("text-classification.eval.accuracy")["detail"]
-    assert result.check("causal-lm.train.global_step")["detail"] == "got 4, expected 4"
+    assert_equal_check(result.check("text-classification.metric.local_module"), "accuracy_metric")
+    accuracy = result.check("text-classification.eval.accuracy")["actual"]  # eval_accuracy, reported
+    assert isinstance(accuracy, float) and 0.0 <= accuracy <= 1.0, accuracy
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_train_smoke_trains_the_steps_asked(tmp_path_factory, device):
+    result = train_run(tmp_path_factory, device)
+    assert_equal_check(result.check("causal-lm.train.global_step"), 4)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_seq2seq_predictions_are_padded_to_generation_config_max_length(tmp_path_factory, device):
+    result = train_run(tmp_path_factory, device)
     # Seq2SeqTrainer pads generated ids to generation_config.max_length (20), not to generation_max_length (12).
     generated = result.check("seq2seq.predict.generated")["detail"]
     assert generated["generation_max_length"] == 12
@@ -75,24 +77,46 @@ def test_train_smoke(tmp_path_factory, device):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_checkpoint_smoke(tmp_path_factory, device):
-    result = checkpoint_smoke_all(tmp_path_factory, device)
-    assert_all_checks_pass(result, CHECKPOINT_CHECKS + CRASH_CHECKS)
-    contents = result.check("checkpoint.contents")["detail"]
-    for name in ("config.json", "generation_config.json", "model.safetensors", "optimizer.pt", "scheduler.pt",
-                 "rng_state.pth", "trainer_state.json", "training_args.bin", "tokenizer.json"):
-        assert name in contents, contents
-    for name in ("resume.by_path.bitwise_equal", "resume.latest.bitwise_equal"):
-        assert result.check(name)["detail"] == "0 tensors differ from the straight run"
-    assert result.check("resume.larger_max_steps.first_learning_rate")["detail"] == "got 0.0, expected 0.0"
-    assert result.check("best.only_best_kept_with_save_total_limit_1")["detail"] == \
-        "got ['checkpoint-4'], expected ['checkpoint-4']"
+    assert_all_checks_pass(checkpoint_smoke_all(tmp_path_factory, device), CHECKPOINT_CHECKS + CRASH_CHECKS)
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_training_args_smoke_seed_example_decides_and_writes_nothing(tmp_path_factory, device):
-    # The canonical run's working directory is fresh and watched: not even --output_dir may appear there.
+def test_a_checkpoint_holds_weights_training_state_and_tokenizer(tmp_path_factory, device):
+    result = checkpoint_smoke_all(tmp_path_factory, device)
+    contents = result.check("checkpoint.contents")["actual"]
+    for name in ("config.json", "generation_config.json", "model.safetensors", "optimizer.pt", "scheduler.pt",
+                 "rng_state.pth", "trainer_state.json", "training_args.bin", "tokenizer.json"):
+        assert name in contents, contents
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_resume_by_path_and_by_true_ends_bitwise_equal(tmp_path_factory, device):
+    result = checkpoint_smoke_all(tmp_path_factory, device)
+    for name in ("resume.by_path.bitwise_equal", "resume.latest.bitwise_equal"):
+        assert_equal_check(result.check(name), [])  # no tensor differs from the straight run
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_resuming_with_a_larger_max_steps_starts_at_learning_rate_0(tmp_path_factory, device):
+    result = checkpoint_smoke_all(tmp_path_factory, device)
+    assert_equal_check(result.check("resume.larger_max_steps.first_learning_rate"), 0.0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_save_total_limit_1_keeps_only_the_best_checkpoint(tmp_path_factory, device):
+    result = checkpoint_smoke_all(tmp_path_factory, device)
+    assert_equal_check(result.check("best.only_best_kept_with_save_total_limit_1"), ["checkpoint-4"])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_training_args_smoke(tmp_path_factory, device):
     result = canonical_run(tmp_path_factory, "transformers-training/training_args_smoke.py", device)
     assert_all_checks_pass(result, ["training_arguments", "report_to.installed", "trainer_init"])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_training_args_smoke_seed_example_decides_as_trainer_would(tmp_path_factory, device):
+    result = canonical_run(tmp_path_factory, "transformers-training/training_args_smoke.py", device)
     decisions = result.check("training_arguments")["detail"]
     assert decisions["eval_strategy"] == "steps" and decisions["eval_steps"] == 50
     assert decisions["save_strategy"] == "steps" and decisions["save_steps"] == 50
@@ -102,19 +126,13 @@ def test_training_args_smoke_seed_example_decides_and_writes_nothing(tmp_path_fa
     assert decisions["precision"] == "fp32"
     # A save at every evaluation: the best one is always on disk, so no notice (save every 100 would warn)
     assert decisions["notices"] == []
-    assert result.stray_files == []  # nothing written, not even --output_dir
 
 
-@pytest.fixture
-def training_args(script_worker):
-    """training_args_smoke.py's main() in the skill's worker process: the cases below pay the Transformers import
-    once (with the fuzz tests of tests/test_bad_input.py)."""
-    def run(*argv: str, cwd: Path):
-        result = script_worker(ARGS).run(ARGS, *argv, cwd=cwd)
-        assert result.network_attempts == [], result.network_attempts
-        return result
-
-    return run
+@pytest.mark.parametrize("device", DEVICES)
+def test_training_args_smoke_writes_nothing_not_even_its_output_dir(tmp_path_factory, device):
+    # The canonical run's working directory is fresh and watched: not even --output_dir may appear there.
+    result = canonical_run(tmp_path_factory, "transformers-training/training_args_smoke.py", device)
+    assert result.stray_files == [], result.stray_files
 
 
 @pytest.mark.parametrize(("flags", "message"), [
@@ -136,7 +154,9 @@ def test_training_args_smoke_missing_integration_gives_pip_line(training_args, t
                                                    ("--no-cuda", "use --use_cpu"),
                                                    ("--warmup_ratio=0.1", "--warmup_steps with a float below 1")])
 def test_training_args_smoke_names_the_replacement_of_a_removed_flag(run_script, flag, replacement):
-    assert_one_line_error(run_script(ARGS, flag, "steps"), 2, replacement)
+    result = run_script(ARGS, flag, "steps")
+    assert_one_line_error(result, 2, replacement)
+    assert result.stray_files == [], result.stray_files
 
 
 def import_training_args_smoke():
@@ -156,7 +176,9 @@ def test_training_args_smoke_removed_flags_are_really_removed():
 @pytest.mark.parametrize(("args", "fragment"), [(["--steps", "0"], "'0' must be between 1 and 10000"),
                                                 (["--task", "vision"], "invalid choice: 'vision'")])
 def test_train_smoke_bad_argument(run_script, args, fragment):
-    assert_one_line_error(run_script(TRAIN, *args), 2, fragment)
+    result = run_script(TRAIN, *args)
+    assert_one_line_error(result, 2, fragment)
+    assert result.stray_files == [], result.stray_files
 
 
 @pytest.mark.skipif(importlib.util.find_spec("deepspeed") is not None, reason="deepspeed is installed here")

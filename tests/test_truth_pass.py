@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-import quoted_errors_composer  # noqa: F401  (registers the Composer producers)
-from composer_kit import classifier, loader, trainer
-from conftest import SKILLS_DIR, run_python
-from docs import blocks
-from quoted_errors import PRODUCERS
-from quoted_errors_transformers import arguments, rows, tiny_classifier, word_tokenizer
+import support.quoted_errors_composer  # noqa: F401  (registers the Composer producers)
+from support.composer_kit import classifier, loader, trainer
+from support.docs import blocks
+from support.harness import SKILLS_DIR, run_python
+from support.quoted_errors import PRODUCERS
+from support.transformers_kit import arguments, rows, tiny_classifier, word_tokenizer
 
 COMPOSER_DOCS = SKILLS_DIR / "composer-training" / "references"
 

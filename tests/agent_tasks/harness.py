@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-GUARD_DIR = HERE.parent / "offline_guard"
+GUARD_DIR = HERE.parent / "support" / "offline_guard"
 WORKER = HERE / "worker.py"
 KILLED = -9
 
 
 def worker_env(scratch: Path) -> dict:
-    """What conftest.isolated_env gives a child (the offline guard first on PYTHONPATH, caches under scratch), plus:
+    """What support.harness.isolated_env gives a child (the offline guard first on PYTHONPATH, caches in scratch), plus:
     CUDA hidden (grading is on CPU, the same on every machine), one math thread per process, no tokenizer threads
     across forks."""
     env = {key: value for key, value in os.environ.items()
@@ -141,6 +141,7 @@ class Run:
     stderr: str
     network: list[str] = field(default_factory=list)
     strays: list[str] = field(default_factory=list)  # files it wrote into its working directory
+    targets: list[int] | None = None  # with watch_target: [trained targets equal to it, trained targets]
 
     @property
     def ok(self) -> bool:
@@ -185,7 +186,8 @@ class Context:
     # ---- running the solution
 
     def run(self, out: Path, *, label: str | None = None, extra_args: tuple = (), kill_after_steps: int | None = None,
-            kill_on_open: str | None = None, ranks: list[dict] | None = None, timeout: float = 240):
+            kill_on_open: str | None = None, ranks: list[dict] | None = None, timeout: float = 240,
+            watch_target: int | None = None):
         """Launch the solution once (or once per rank, each with its environment additions); returns a Run (a list
         of Runs with ``ranks``). The working directory is ``<out>.cwd``, empty at first and the same on relaunch."""
         cwd = out.with_name(out.name + ".cwd")
@@ -197,6 +199,7 @@ class Context:
                    "cwd": str(cwd), "env": {**self.env, "OFFLINE_GUARD_LOG": f"{log}.network"},
                    "stdout": f"{log}.stdout", "stderr": f"{log}.stderr", "probe": f"{log}.probe",
                    "kill_after_steps": kill_after_steps, "kill_on_open": kill_on_open, "timeout": timeout,
+                   "watch_target": watch_target,
                    "ranks": ranks}
         results = self._spawn(request)
         network_log = Path(f"{log}.network")
@@ -207,7 +210,8 @@ class Context:
             name = label or f"launch {index + 1}"
             runs.append(Run(f"{name} rank {rank}" if ranks else name, result["code"], result["timed_out"],
                             result["seconds"], result["steps"], Path(result["stdout"]).read_text(errors="replace"),
-                            Path(result["stderr"]).read_text(errors="replace"), network, strays))
+                            Path(result["stderr"]).read_text(errors="replace"), network, strays,
+                            result.get("targets")))
         self.runs.extend(runs)
         return runs if ranks else runs[0]
 

@@ -78,6 +78,7 @@ def _child(request: dict) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
 
     register_optimizer_step_post_hook(count)
+    targets = watch_training_targets(torch, request.get("watch_target"))
     if request.get("kill_on_open"):
         suffix = request["kill_on_open"]
 
@@ -103,8 +104,28 @@ def _child(request: dict) -> None:
         except (OSError, ValueError):
             pass
     with open(request["probe"], "w", encoding="utf-8") as probe:
-        json.dump({"steps": steps[0]}, probe)
+        json.dump({"steps": steps[0], "targets": targets}, probe)
     os._exit(code)  # no atexit handlers: those registered before the fork belong to the worker
+
+
+def watch_training_targets(torch, token_id: int | None) -> list[int]:
+    """[how many training targets equal token_id, how many targets were trained]: every cross-entropy with a gradient
+    (the Transformers losses and most hand-written loops call torch.nn.functional.cross_entropy at call time)."""
+    counts = [0, 0]
+    if token_id is None:
+        return counts
+    functional = torch.nn.functional
+    original = functional.cross_entropy
+
+    def cross_entropy(input, target, *args, **kwargs):  # noqa: A002 - torch's own parameter names
+        if torch.is_grad_enabled() and getattr(input, "requires_grad", False) and target.dtype == torch.long:
+            ignore = kwargs.get("ignore_index", -100)
+            counts[0] += int((target == token_id).sum())
+            counts[1] += int((target != ignore).sum())
+        return original(input, target, *args, **kwargs)
+
+    functional.cross_entropy = cross_entropy
+    return counts
 
 
 def spawn(request: dict) -> list[dict]:
@@ -154,8 +175,9 @@ def spawn(request: dict) -> list[dict]:
     for pid, rank_request in children:
         exit_code = os.waitstatus_to_exitcode(status[pid])
         probe = Path(rank_request["probe"])
-        steps = json.loads(probe.read_text())["steps"] if probe.exists() else None
-        results.append({"code": exit_code, "timed_out": pid in stopped, "seconds": seconds, "steps": steps,
+        report = json.loads(probe.read_text()) if probe.exists() else {}
+        results.append({"code": exit_code, "timed_out": pid in stopped, "seconds": seconds,
+                        "steps": report.get("steps"), "targets": report.get("targets"),
                         "stdout": rank_request["stdout"], "stderr": rank_request["stderr"]})
     return results
 

@@ -19,21 +19,25 @@ classifier.
                    check that autoresume finds the checkpoint by folder, not by run name, and wins over load_path
 --mode finetune    load the checkpoint into a model with a changed head (load_weights_only + non-strict +
                    load_ignore_keys) and check what fails without all three
---mode crash       for each --kill-at point, a child process trains 2 epochs (8 batches) with autoresume and a
-                   checkpoint every batch and dies by SIGKILL; the same Trainer settings then resume the run and the
-                   final weights must be bitwise equal to an uninterrupted run's (--batches does not apply)
+--mode crash       for each --kill-at and --kill-while-saving step, a child process trains 2 epochs (8 batches)
+                   with autoresume and a checkpoint every batch and dies by SIGKILL; the same Trainer settings then
+                   resume the run and the final weights must be bitwise equal to an uninterrupted run's (--batches
+                   does not apply)
 --mode both        save, then resume          --mode all   every mode (default)
 
---kill-at POINTS   comma list for --mode crash (default: every step, 1 to 8, and save:3): N kills the job right after
-                   optimizer step N, before checkpoint N is written (1: no checkpoint yet; 4 and 5: either side of the
-                   epoch boundary, 4 batches per epoch); save:N kills it halfway through writing checkpoint N, which
-                   leaves a torn file that blocks the relaunch until it is set aside; random: one batch from --seed
+--kill-at STEPS    comma list for --mode crash (default: every step, 1 to 8): N kills the job right after optimizer
+                   step N, before checkpoint N is written (1: no checkpoint yet; 4 and 5: either side of the epoch
+                   boundary, 4 batches per epoch); random: one batch drawn from --seed
+--kill-while-saving STEPS
+                   comma list for --mode crash (default: 3): N kills the job halfway through writing checkpoint N,
+                   which leaves a torn file that blocks the relaunch until it is set aside; random as for --kill-at
 
 --load-path PATH resumes or fine-tunes from a checkpoint written by this script (`--mode save --keep`, for example
 on another machine or Composer build) instead of a fresh one; the file is only read, never modified. An empty,
 truncated, corrupted or foreign file is refused (exit 2) before torch is imported; a file that holds more than plain
 data (code would run when Composer unpickles it) or a checkpoint of another model is refused (exit 2) before Composer
-opens it.
+opens it. The flag is named after the Trainer argument it sets, load_path (the transformers-training skill's
+checkpoint_smoke.py says --resume-from, after its train(resume_from_checkpoint=)).
 """
 
 from __future__ import annotations
@@ -41,16 +45,16 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import pickletools
 import shutil
 import signal
 import sys
-import zipfile
-import zlib
 from contextlib import redirect_stdout
 from pathlib import Path
 
 sys.dont_write_bytecode = True  # importing the contract must not write __pycache__ into the skill folder
+from _checkpoint_files import (TRUST_FLAG, checkpoint_problem, read_checkpoint, set_aside_torn_checkpoints,
+                               torn_checkpoints)
+from _tensors import differing_tensors
 from smoke_contract import EXIT_USAGE, SmokeError, build_parser, positive_int, require, run_main
 
 SCRIPT = "checkpoint_smoke.py"
@@ -65,43 +69,46 @@ HEAD_KEYS = ["state/model/module.3.*"]  # module.3 is the last Linear of the Seq
 RUN_NAME = "smoke-autoresume"
 CRASH_RUN, CRASH_EPOCHS = "smoke-crash", 2
 CRASH_BATCHES = CRASH_EPOCHS * PER_EPOCH
-DEFAULT_KILL_AT = ",".join([*map(str, range(1, CRASH_BATCHES + 1)), "save:3"])  # every step, one torn save
-TRUST_FLAG = "--trust-checkpoint"  # preflight.py's: opens a checkpoint as Composer does, running its code
+DEFAULT_KILL_AT = ",".join(map(str, range(1, CRASH_BATCHES + 1)))  # every step
+DEFAULT_KILL_WHILE_SAVING = "3"  # one torn save
 CHILD_TIMEOUT_S = 300
-ENCRYPTED_FLAGS = 0x1 | 0x40  # a zip member's general purpose flags: encrypted, strongly encrypted
-# what zipfile raises on damaged archives: bad records, bad names (UnicodeDecodeError), bad compressed data
-ZIP_READ_ERRORS = (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, RuntimeError, zlib.error)
 
 
 def kill_points(text: str) -> list[str]:
-    """argparse type for --kill-at: batch numbers, save:N and random, comma-separated."""
+    """argparse type for --kill-at and --kill-while-saving: batch numbers and random, comma-separated."""
     points = []
     for item in (part.strip().lower() for part in text.split(",")):
-        number = item.removeprefix("save:")
-        if item != "random" and not (number.isdecimal() and 1 <= int(number) <= CRASH_BATCHES):
-            raise argparse.ArgumentTypeError(
-                f"{item!r} is not a batch 1 to {CRASH_BATCHES}, save:<batch> or random")
-        points.append(item if item == "random" else item.removesuffix(number) + str(int(number)))
+        if item != "random" and not (item.isdecimal() and 1 <= int(item) <= CRASH_BATCHES):
+            moved = item.removeprefix("save:") if item.startswith("save:") else None
+            raise argparse.ArgumentTypeError(f"{item!r} is not a batch 1 to {CRASH_BATCHES} or random" + (
+                f" (a kill while saving is --kill-while-saving {moved})" if moved else ""))
+        points.append(item if item == "random" else str(int(item)))
     return points
 
 
-def build():
+def make_parser() -> argparse.ArgumentParser:
     parser = build_parser(SCRIPT, __doc__,
-                          "python scripts/checkpoint_smoke.py --mode crash --kill-at 1,4,save:3 --json")
+                          "python scripts/checkpoint_smoke.py --mode crash --kill-at 1,4 --kill-while-saving 3 "
+                          "--json")
     parser.add_argument("--mode", choices=MODES, default="all", help="what to check (default: all)")
     parser.add_argument("--batches", type=positive_int, default=3,
                         help="batches before the checkpoint; resume trains to a total of twice this (default: 3)")
-    parser.add_argument("--kill-at", type=kill_points, default=None, metavar="POINTS",
-                        help=f"--mode crash kill points: N, save:N or random, comma-separated (default: "
-                             f"{DEFAULT_KILL_AT})")
+    parser.add_argument("--kill-at", type=kill_points, default=None, metavar="STEPS",
+                        help=f"--mode crash: SIGKILL after step N, before its checkpoint, for each N (or random) in a "
+                             f"comma list (default: {DEFAULT_KILL_AT})")
+    parser.add_argument("--kill-while-saving", type=kill_points, default=None, metavar="STEPS",
+                        help="--mode crash: SIGKILL halfway through writing checkpoint N, for each N (or random) in a "
+                             f"comma list (default: {DEFAULT_KILL_WHILE_SAVING})")
     parser.add_argument("--load-path", type=Path, default=None,
-                        help="resume or fine-tune from this checkpoint (from this script) instead of a fresh one")
+                        help="resume or fine-tune from this checkpoint (from this script) instead of a fresh one "
+                             "(named after the Trainer's load_path, which it sets)")
     return parser
 
 
 def validate(args) -> None:
-    if args.kill_at is not None and args.mode not in ("crash", "all"):
-        raise SmokeError(f"--kill-at works with --mode crash or --mode all, not --mode {args.mode}", EXIT_USAGE)
+    for flag, given in (("--kill-at", args.kill_at), ("--kill-while-saving", args.kill_while_saving)):
+        if given is not None and args.mode not in ("crash", "all"):
+            raise SmokeError(f"{flag} works with --mode crash or --mode all, not --mode {args.mode}", EXIT_USAGE)
     if args.load_path is None:
         return
     if args.mode not in ("resume", "finetune"):
@@ -110,134 +117,6 @@ def validate(args) -> None:
     problem = checkpoint_problem(args.load_path)
     if problem:
         raise SmokeError(f"--load-path {str(args.load_path)!r} {problem}", EXIT_USAGE)
-
-
-def checkpoint_problem(path: Path) -> str | None:
-    """Why ``path`` is not a usable Composer checkpoint, found with the standard library alone (nothing is
-    unpickled, torch is not imported, the file is only read), or None. torch.save writes a zip archive whose end
-    record comes last, so a write cut short (a kill during the save, a full disk) leaves a file without one."""
-    if path.is_symlink() and not path.exists():
-        return f"is a symlink to {os.readlink(path)!r}, which does not exist; point it at a checkpoint that exists"
-    if not path.is_file():
-        return "is not a file"
-    size = path.stat().st_size
-    if size == 0:
-        return ("is empty (0 bytes): its write was cut short before the first byte (a kill as the save began, a "
-                "full disk); use the checkpoint saved before it")
-    if not is_zip_archive(path):
-        with open(path, "rb") as file:
-            started_as_zip = file.read(4) == b"PK\x03\x04"
-        if started_as_zip:
-            return (f"is truncated ({size} bytes, its zip archive has no end record): its write was cut short (a kill "
-                    "during the save, a full disk, an interrupted copy); use the checkpoint saved before it")
-        return "is not a torch.save checkpoint (not a zip archive); pass a .pt file a Composer Trainer saved"
-    try:
-        with zipfile.ZipFile(path) as archive:
-            unreadable = unreadable_member(archive)
-            if unreadable:
-                return unreadable
-            corrupted = archive.testzip()  # torch.load does not check CRCs: a flipped byte would load silently
-            pickles = [name for name in archive.namelist() if name.endswith("/data.pkl")]
-            data = archive.read(pickles[0]) if len(pickles) == 1 and not corrupted else b""
-    except ZIP_READ_ERRORS as exc:
-        return f"is a damaged zip archive ({exc}); use the checkpoint saved before it"
-    if corrupted:
-        return f"is corrupted (archive member {corrupted!r} fails its CRC check); use another checkpoint"
-    if len(pickles) != 1:
-        return "is a zip archive but not a torch.save file (no data.pkl); pass a .pt file a Composer Trainer saved"
-    try:  # read the pickle's opcodes without running them
-        strings = {argument for _, argument, _ in pickletools.genops(data) if isinstance(argument, str)}
-    except Exception as exc:  # noqa: BLE001 - any parse failure means a damaged pickle
-        return f"holds a damaged pickle ({type(exc).__name__}: {exc}); use another checkpoint"
-    if not {"state", "timestamp"} <= strings:
-        return ("is a torch.save file but not a Composer checkpoint (no state/timestamp); pass a .pt file a "
-                "Composer Trainer saved")
-    return None
-
-
-def is_zip_archive(path: Path) -> bool:
-    """Whether ``path`` ends with a zip end record; zipfile.is_zipfile raises on some damaged ones instead of
-    answering (they are zip archives: opening one reports the damage)."""
-    try:
-        return zipfile.is_zipfile(path)
-    except zipfile.BadZipFile:
-        return True
-
-
-def unreadable_member(archive: zipfile.ZipFile) -> str | None:
-    """Why torch.load cannot read a member of ``archive`` (encrypted, or compressed other than deflate: torch.save
-    stores members as they are), or None."""
-    for member in archive.infolist():
-        if member.flag_bits & ENCRYPTED_FLAGS:
-            return (f"is an encrypted zip archive (member {member.filename!r}), which torch.load cannot read; "
-                    "torch.save never encrypts: use the checkpoint as the Trainer saved it")
-        if member.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
-            method = zipfile.compressor_names.get(member.compress_type, "unknown")
-            return (f"is a zip archive whose member {member.filename!r} is compressed with method "
-                    f"{member.compress_type} ({method}), which torch.load cannot read; torch.save stores members "
-                    "uncompressed: use the checkpoint as the Trainer saved it")
-    return None
-
-
-def read_checkpoint(path: Path, named: str, trust: bool = False,
-                    if_untrusted: str = f"open it only if you trust it (then add {TRUST_FLAG})"):
-    """A Composer checkpoint's ``state`` dict and Timestamp, read with torch.load(weights_only=True) and an allowlist
-    of the plain-data types Composer saves, so no code from the file runs; ``trust`` reads it as Composer does
-    (weights_only=False: any code stored in the file runs). A file that holds more than plain data, that torch.load
-    cannot read or that is no Composer checkpoint is exit 2, its message starting with ``named``."""
-    import datetime
-    import pickle
-
-    import numpy
-    import torch
-    from composer.core import Timestamp
-
-    numpy_core = getattr(numpy, "_core", None) or numpy.core
-    plain_data = [datetime.timedelta, torch.torch_version.TorchVersion, numpy_core.multiarray._reconstruct,
-                  numpy.ndarray, numpy.dtype, *(getattr(numpy.dtypes, name) for name in dir(numpy.dtypes)
-                                                if name.endswith("DType"))]
-    try:
-        if trust:
-            saved = torch.load(path, map_location="cpu", weights_only=False)
-        else:
-            with torch.serialization.safe_globals(plain_data):
-                saved = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - whatever torch.load raises, the file is refused with the reason
-        # torch wraps the unpickler's reason in advice: keep its last line before the link to the documentation
-        lines = [line.strip() for line in str(exc).split("Check the documentation")[0].splitlines() if line.strip()]
-        reason = lines[-1].removeprefix("WeightsUnpickler error: ").rstrip(".")[:300] if lines else type(exc).__name__
-        if isinstance(exc, pickle.UnpicklingError) and not trust:  # the weights-only unpickler stopped first
-            raise SmokeError(f"{named} holds objects beyond plain data ({reason}): Composer unpickles checkpoints with "
-                             f"torch.load(weights_only=False), which would run code stored in the file; {if_untrusted}",
-                             EXIT_USAGE) from None
-        raise SmokeError(f"{named} cannot be read by torch.load ({type(exc).__name__}: {reason}); use another "
-                         "checkpoint", EXIT_USAGE) from None
-    state = saved.get("state") if isinstance(saved, dict) else None
-    try:
-        timestamp = Timestamp()
-        timestamp.load_state_dict(state["timestamp"]["Timestamp"])
-        if not isinstance(state["model"], dict):
-            raise TypeError("state/model is not a dict")
-    except (KeyError, TypeError, ValueError) as exc:
-        raise SmokeError(f"{named} is not a Composer checkpoint (no readable state/timestamp and state/model: "
-                         f"{type(exc).__name__}: {exc}); pass a .pt file a Composer Trainer saved",
-                         EXIT_USAGE) from None
-    return state, timestamp
-
-
-def torn_checkpoints(folder: Path) -> list[Path]:
-    """Checkpoint files whose write was cut short: no zip end record (empty files included)."""
-    return sorted(path for path in folder.glob("*.pt")
-                  if path.is_file() and not path.is_symlink() and not is_zip_archive(path))
-
-
-def set_aside_torn_checkpoints(folder: Path) -> list[Path]:
-    """What the skill tells users to run before relaunching a killed autoresume job: rename torn checkpoints to
-    <name>.partial (kept for a look, out of Composer's way), so the relaunch resumes from `latest`."""
-    torn = torn_checkpoints(folder)
-    for path in torn:
-        path.rename(path.with_name(path.name + ".partial"))
-    return torn
 
 
 def fingerprint(path: Path) -> tuple[str, int]:
@@ -262,9 +141,13 @@ def body(run) -> None:
         if mode in ("finetune", "all"):
             finetune_checks(kit, checkpoint)
         if mode in ("crash", "all"):
-            crash_checks(kit, resolve_kill_points(run.args.kill_at or kill_points(DEFAULT_KILL_AT), run.args.seed))
+            drawn = [resolve_kill_points(given or kill_points(default), run.args.seed) for given, default in
+                     [(run.args.kill_at, DEFAULT_KILL_AT), (run.args.kill_while_saving, DEFAULT_KILL_WHILE_SAVING)]]
+            crash_drills(kit, *drawn)
     if load_path:
-        run.check("load_path.unchanged", fingerprint(load_path) == before, "sha256 and mtime as before the run")
+        after = fingerprint(load_path)
+        run.check("load_path.unchanged", after == before, "sha256 and mtime as before the run", actual=after,
+                  expected=before)
 
 
 def checked_copy(kit: Kit, given: Path) -> Path:
@@ -343,8 +226,8 @@ class Kit:
         settings.update(kwargs)
         return Trainer(**settings)
 
-    def weights(self, trainer) -> list:
-        return [parameter.detach().cpu().clone() for parameter in trainer.state.model.parameters()]
+    def weights(self, trainer) -> dict:
+        return {name: parameter.detach().cpu().clone() for name, parameter in trainer.state.model.named_parameters()}
 
 
 def raised(action) -> str:
@@ -389,8 +272,9 @@ def save_checks(kit: Kit, checks: bool) -> Path:
     shutil.copytree(folder, rerun, symlinks=True)
     message = raised(lambda: kit.trainer(max_duration=f"{batches}ba", save_folder=str(rerun),
                                          save_interval="1ba").fit())
-    run.check("save.rerun_raises", message.startswith("FileExistsError") and "may conflict with a future "
-              "checkpoint of the current run" in message, message)
+    raises = {"startswith": "FileExistsError", "contains": "may conflict with a future checkpoint of the current run"}
+    run.check("save.rerun_raises", message.startswith(raises["startswith"]) and raises["contains"] in message, message,
+              actual=message, expected=raises)
     with run.step("save.overwrite"):
         trainer = kit.trainer(max_duration="1ba", save_folder=str(rerun), save_interval="1ba", save_overwrite=True)
         trainer.fit()
@@ -402,19 +286,20 @@ def save_checks(kit: Kit, checks: bool) -> Path:
 
 
 def resume_checks(kit: Kit, checkpoint: Path, compare: bool) -> None:
-    import torch
-
     run, batches = kit.run, kit.batches
     with run.step("resume.load"):
         trainer = kit.trainer(load_path=str(checkpoint), max_duration="1ba")
     start = int(trainer.state.timestamp.batch)
     trainer.close()
-    run.check("resume.start", start > 0, f"the checkpoint restores the timestamp: starts at {start}ba")
+    run.check("resume.start", start > 0, f"the checkpoint restores the timestamp: starts at {start}ba", actual=start,
+              expected={">": 0})
     total = start + batches
 
     message = raised(lambda: kit.trainer(load_path=str(checkpoint), max_duration=f"{start}ba").fit())
-    run.check("resume.max_duration_is_total", message.startswith(f"ValueError: The max_duration ({start}ba) is less "
-              f"than or equal to the elapsed training duration ({start}ba)"), message)
+    raises = (f"ValueError: The max_duration ({start}ba) is less than or equal to the elapsed training duration "
+              f"({start}ba)")
+    run.check("resume.max_duration_is_total", message.startswith(raises), message, actual=message,
+              expected={"startswith": raises})
 
     with run.step("resume.fit"):
         resumed = kit.trainer(load_path=str(checkpoint), max_duration=f"{total}ba")
@@ -425,8 +310,9 @@ def resume_checks(kit: Kit, checkpoint: Path, compare: bool) -> None:
         with run.step("resume.uninterrupted"):
             straight = kit.trainer(max_duration=f"{total}ba")
             straight.fit()
-        equal = all(torch.equal(a, b) for a, b in zip(kit.weights(straight), kit.weights(resumed)))
-        run.check("resume.bitwise_equal", equal, f"{start}ba + resume to {total}ba vs {total}ba straight, same seed")
+        differing = differing_tensors(kit.weights(straight), kit.weights(resumed))
+        run.check("resume.bitwise_equal", not differing,
+                  f"{start}ba + resume to {total}ba vs {total}ba straight, same seed", actual=differing, expected=[])
 
 
 class Interrupt(Exception):
@@ -434,7 +320,6 @@ class Interrupt(Exception):
 
 
 def autoresume_checks(kit: Kit) -> None:
-    import torch
     from composer import Callback
 
     run, batches = kit.run, kit.batches
@@ -456,7 +341,8 @@ def autoresume_checks(kit: Kit) -> None:
         message = raised(first.fit)
         first.close()
     run.check("autoresume.first_run_interrupted", message.startswith("Interrupt"),
-              f"killed after {batches}ba; latest -> {(folder / 'latest-rank0.pt').readlink().name}")
+              f"killed after {batches}ba; latest -> {(folder / 'latest-rank0.pt').readlink().name}", actual=message,
+              expected={"startswith": "Interrupt"})
 
     with run.step("autoresume.second_run"):
         second = same_command()
@@ -468,14 +354,14 @@ def autoresume_checks(kit: Kit) -> None:
     with run.step("autoresume.uninterrupted"):
         straight = kit.trainer(max_duration=f"{total}ba")
         straight.fit()
-    run.check("autoresume.bitwise_equal", all(torch.equal(a, b) for a, b in zip(kit.weights(straight),
-                                                                                kit.weights(second))),
-              "interrupted + autoresumed vs uninterrupted, same seed")
+    differing = differing_tensors(kit.weights(straight), kit.weights(second))
+    run.check("autoresume.bitwise_equal", not differing, "interrupted + autoresumed vs uninterrupted, same seed",
+              actual=differing, expected=[])
 
     message = raised(lambda: same_command().fit())
-    run.check("autoresume.rerun_after_finish_raises", message.startswith(
-        f"ValueError: The max_duration ({total}ba) is less than or equal to the elapsed training duration"),
-        message)
+    raises = f"ValueError: The max_duration ({total}ba) is less than or equal to the elapsed training duration"
+    run.check("autoresume.rerun_after_finish_raises", message.startswith(raises), message, actual=message,
+              expected={"startswith": raises})
 
     with run.step("autoresume.other_run_name"):
         other = kit.trainer(max_duration=f"{total}ba", autoresume=True, run_name="another-run",
@@ -483,7 +369,8 @@ def autoresume_checks(kit: Kit) -> None:
         picked_up = int(other.state.timestamp.batch)
         other.close()
     run.check("autoresume.by_folder_not_run_name", picked_up == total,
-              f"run_name 'another-run' pointed at {folder.name}/ resumed that run at {picked_up}ba")
+              f"run_name 'another-run' pointed at {folder.name}/ resumed that run at {picked_up}ba", actual=picked_up,
+              expected=total)
 
     with run.step("autoresume.with_load_path"):
         early = folder / expected_names(1)[0]
@@ -491,7 +378,7 @@ def autoresume_checks(kit: Kit) -> None:
         loaded_at = int(both.state.timestamp.batch)
         both.close()
     run.check("autoresume.wins_over_load_path", loaded_at == total,
-              f"load_path {early.name} ignored: loaded latest at {loaded_at}ba")
+              f"load_path {early.name} ignored: loaded latest at {loaded_at}ba", actual=loaded_at, expected=total)
 
 
 def finetune_checks(kit: Kit, checkpoint: Path) -> None:
@@ -502,10 +389,12 @@ def finetune_checks(kit: Kit, checkpoint: Path) -> None:
 
     message = raised(lambda: kit.trainer(model=kit.model(NEW_CLASSES), max_duration="1ba", load_path=path,
                                          load_weights_only=True))
-    run.check("finetune.weights_only_alone_fails", "size mismatch for module.3.weight" in message, message)
+    run.check("finetune.weights_only_alone_fails", "size mismatch for module.3.weight" in message, message,
+              actual=message, expected={"contains": "size mismatch for module.3.weight"})
     message = raised(lambda: kit.trainer(model=kit.model(NEW_CLASSES), max_duration="1ba", load_path=path,
                                          load_weights_only=True, load_ignore_keys=HEAD_KEYS))
-    run.check("finetune.strict_with_ignored_keys_fails", "Missing key(s) in state_dict" in message, message)
+    run.check("finetune.strict_with_ignored_keys_fails", "Missing key(s) in state_dict" in message, message,
+              actual=message, expected={"contains": "Missing key(s) in state_dict"})
 
     with run.step("finetune.reference"):  # the checkpoint's weights, loaded into the old architecture
         reference = kit.trainer(max_duration="1ba", load_path=path, load_weights_only=True)
@@ -539,18 +428,18 @@ def crash_job(kit: Kit, root: Path, **extra):
                        save_folder=str(root / "{run_name}"), save_interval="1ba", **extra)
 
 
-def crash_child(device: str, seed: int, root: str, point: str) -> None:
-    """The killed job (a child process): trains until SIGKILL lands at ``point``, then is gone without cleanup."""
+def crash_child(device: str, seed: int, root: str, batch: int, while_saving: bool) -> None:
+    """The killed job (a child process): trains until SIGKILL lands after step ``batch`` or while writing its
+    checkpoint, then is gone without cleanup."""
     os.dup2(2, 1)  # stdout carries the parent's JSON summary
     import torch
     from composer import Callback
 
     torch.set_num_threads(1)
     kit = Kit(device, seed, CRASH_BATCHES, Path(root))
-    batch = int(point.removeprefix("save:"))
     callbacks = []
-    if point.startswith("save:"):
-        tear_save(expected_names(batch)[-1])
+    if while_saving:
+        die_inside_save(expected_names(batch)[-1])
     else:
         class KillAfterStep(Callback):
             def batch_end(self, state, logger):  # step `batch` is done; its checkpoint is written after this event
@@ -561,7 +450,7 @@ def crash_child(device: str, seed: int, root: str, point: str) -> None:
     crash_job(kit, Path(root), callbacks=callbacks).fit()
 
 
-def tear_save(name: str) -> None:
+def die_inside_save(name: str) -> None:
     """Fault injection: torch.save dies by SIGKILL halfway through writing the checkpoint file ``name``, as when a
     kill lands during the save. Composer's own save code runs unchanged around it."""
     import io
@@ -596,7 +485,7 @@ def tear_save(name: str) -> None:
     torch.save = torn_save
 
 
-def crash_checks(kit: Kit, points: list[str]) -> None:
+def crash_drills(kit: Kit, kill_at: list[str], kill_while_saving: list[str]) -> None:
     import multiprocessing
 
     import torch
@@ -610,45 +499,48 @@ def crash_checks(kit: Kit, points: list[str]) -> None:
         straight.fit()
         straight.close()
     reference = kit.weights(straight)
-    for point in points:
-        crash_point(kit, context, point, reference)
+    for batch in kill_at:
+        crash_drill(kit, context, int(batch), False, reference)
+    for batch in kill_while_saving:
+        crash_drill(kit, context, int(batch), True, reference)
 
 
-def crash_point(kit: Kit, context, point: str, reference: list) -> None:
-    import torch
-
+def crash_drill(kit: Kit, context, batch: int, while_saving: bool, reference: dict) -> None:
     run = kit.run
-    tearing, batch = point.startswith("save:"), int(point.removeprefix("save:"))
-    label = f"save{batch}" if tearing else f"ba{batch}"
+    label = f"save{batch}" if while_saving else f"ba{batch}"
     root = kit.root / "crash" / label
     folder = root / CRASH_RUN
     with run.step(f"crash.{label}.child"):
-        child = context.Process(target=crash_child, args=(kit.device, kit.seed, str(root), point))
+        child = context.Process(target=crash_child, args=(kit.device, kit.seed, str(root), batch, while_saving))
         child.start()
         child.join(CHILD_TIMEOUT_S)
         if child.is_alive():
             child.kill()
             child.join()
-    where = f"halfway through writing checkpoint {batch}" if tearing else f"after step {batch}, before its checkpoint"
+    where = (f"halfway through writing checkpoint {batch}" if while_saving else
+             f"after step {batch}, before its checkpoint")
     run.check(f"crash.{label}.killed", child.exitcode == -signal.SIGKILL,
-              f"child exit code {child.exitcode}; SIGKILL {where}")
+              f"child exit code {child.exitcode}; SIGKILL {where}", actual=child.exitcode, expected=-signal.SIGKILL)
 
-    written = expected_names(batch if tearing else batch - 1)
+    written = expected_names(batch if while_saving else batch - 1)
     latest = folder / "latest-rank0.pt"
     run.check_equal(f"crash.{label}.files", sorted(path.name for path in folder.iterdir()) if folder.is_dir() else None,
                     sorted(written + (["latest-rank0.pt"] if batch > 1 else [])))
     run.check_equal(f"crash.{label}.latest", latest.readlink().name if latest.is_symlink() else None,
                     expected_names(batch - 1)[-1] if batch > 1 else None)
-    if tearing:
+    if while_saving:
         torn = folder / written[-1]
-        run.check(f"crash.{label}.torn_file", torn_checkpoints(folder) == [torn],
-                  f"{torn.name}: {torn.stat().st_size} bytes under its final name, no zip end record")
+        found = torn_checkpoints(folder)
+        run.check(f"crash.{label}.torn_file", found == [torn],
+                  f"{torn.name}: {torn.stat().st_size} bytes under its final name, no zip end record", actual=found,
+                  expected=[torn])
         with run.step(f"crash.{label}.relaunch"):
             relaunched = crash_job(kit, root)
         message = raised(relaunched.fit)
         relaunched.close()
-        run.check(f"crash.{label}.relaunch_raises", message.startswith("FileExistsError") and
-                  f"{torn} may conflict with a future checkpoint" in message, message)
+        raises = {"startswith": "FileExistsError", "contains": f"{torn} may conflict with a future checkpoint"}
+        run.check(f"crash.{label}.relaunch_raises", message.startswith(raises["startswith"]) and
+                  raises["contains"] in message, message, actual=message, expected=raises)
         run.check_equal(f"crash.{label}.set_aside", [path.name for path in set_aside_torn_checkpoints(folder)],
                         [torn.name])
 
@@ -659,13 +551,14 @@ def crash_point(kit: Kit, context, point: str, reference: list) -> None:
         resumed.close()
     run.check_equal(f"crash.{label}.resumed_from", start, batch - 1)
     run.check_equal(f"crash.{label}.end", int(resumed.state.timestamp.batch), CRASH_BATCHES)
-    run.check(f"crash.{label}.bitwise_equal", all(torch.equal(a, b) for a, b in zip(reference, kit.weights(resumed))),
+    differing = differing_tensors(reference, kit.weights(resumed))
+    run.check(f"crash.{label}.bitwise_equal", not differing,
               f"killed {where}, relaunched from {start}ba to {CRASH_BATCHES}ba vs {CRASH_BATCHES}ba uninterrupted, "
-              "same seed")
+              "same seed", actual=differing, expected=[])
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_main(SCRIPT, build(), body, DISTRIBUTIONS, argv=argv, validate=validate)
+    return run_main(SCRIPT, make_parser(), body, DISTRIBUTIONS, argv=argv, validate=validate)
 
 
 if __name__ == "__main__":

@@ -20,40 +20,28 @@ keeps only local rank 0's output unless given --stdout and --stderr file pattern
 from __future__ import annotations
 
 import argparse
-import contextlib
-import hashlib
-import json
-import os
-import re
-import secrets
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 sys.dont_write_bytecode = True  # importing the contract must not write __pycache__ into the skill folder
-from smoke_contract import EXIT_MISSING_DEPENDENCY, EXIT_USAGE, SmokeError, build_parser, log, positive_int, run_main
+import _distributed_launch as launch_kit
+from smoke_contract import EXIT_MISSING_DEPENDENCY, SmokeError, run_main
 
 SCRIPT = "distributed_smoke.py"
 LAUNCHERS = ("composer", "torchrun")
-LAUNCH_TOKEN_ENV = "DISTRIBUTED_SMOKE_LAUNCH_TOKEN"  # set in every process of a launch; --worker needs it
-LAUNCH_TOKEN_FILE = ".launch-token"  # the same token, written by the launch into its folder
-STOP_GRACE_SECONDS = 5  # between TERM and KILL when a launch is stopped
 DISTRIBUTIONS = ["mosaicml", "torch"]
 BATCH_SIZE = 4  # per rank
 BATCHES = 3  # one epoch: the dataset holds BATCHES * BATCH_SIZE samples per rank
 
 
-def build_cli() -> argparse.ArgumentParser:
-    parser = build_parser(SCRIPT, __doc__.split("\n\n")[0],
-                          f"python scripts/{SCRIPT} --launcher all --device cpu --json")
-    parser.add_argument("--launcher", choices=["all", *LAUNCHERS], default="all",
-                        help="which launcher to prove (default: all)")
-    parser.add_argument("--timeout", type=positive_int, default=300,
-                        help="seconds one launch may take before it is killed (default: 300)")
-    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # set by the launches
-    return parser
+def make_parser() -> argparse.ArgumentParser:
+    return launch_kit.launch_parser(SCRIPT, __doc__, LAUNCHERS)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = make_parser()
+    launch_kit.run_rank_and_exit_if_launched(parser, argv, worker_train)
+    return run_main(SCRIPT, parser, body, DISTRIBUTIONS, argv, validate=launch_kit.refuse_worker)
 
 
 # ---------------------------------------------------------------- worker side (runs once per rank)
@@ -67,7 +55,7 @@ def worker_train(args) -> None:
     from torch.utils.data import DataLoader
 
     rank, world_size = dist.get_global_rank(), dist.get_world_size()
-    say(rank, world_size)
+    launch_kit.say(rank, world_size)
     generator = torch.Generator().manual_seed(args.seed)
     features = torch.randn(BATCHES * BATCH_SIZE * world_size, 8, generator=generator)
     samples = [(index, features[index], index % 3) for index in range(len(features))]
@@ -82,7 +70,7 @@ def worker_train(args) -> None:
     loader = DataLoader(samples, batch_size=BATCH_SIZE, sampler=sampler, collate_fn=collate)
     torch.manual_seed(args.seed)
     model = ComposerClassifier(module=torch.nn.Linear(8, 3), num_classes=3)
-    initial = weights_digest(model)
+    initial = launch_kit.weights_digest(model)
     gpu = args.device == "gpu"
     trainer = Trainer(
         model=model,
@@ -98,199 +86,48 @@ def worker_train(args) -> None:
     )
     trainer.fit()
     timestamp = trainer.state.timestamp
-    write_result(args.output_dir, rank, {
+    launch_kit.write_result(args.output_dir, rank, {
         "world_size": world_size,
         "backend": torch.distributed.get_backend() if torch.distributed.is_initialized() else None,
         "batches": int(timestamp.batch), "samples": int(timestamp.sample),
-        "consumed": consumed, "initial": initial, "final": weights_digest(model),
+        "consumed": consumed, "initial": initial, "final": launch_kit.weights_digest(model),
     })
     trainer.close()
 
 
-def say(rank: int, world_size: int) -> None:
-    for stream in (sys.stdout, sys.stderr):
-        print(marker(rank, world_size, "stdout" if stream is sys.stdout else "stderr"), file=stream, flush=True)
-
-
-def marker(rank: int, world_size: int, stream: str) -> str:
-    return f"distributed_smoke rank {rank}/{world_size} on {stream}"
-
-
-def weights_digest(model) -> str:
-    digest = hashlib.sha256()
-    for name, tensor in sorted(model.state_dict().items()):
-        digest.update(name.encode())
-        digest.update(tensor.detach().float().cpu().numpy().tobytes())
-    return digest.hexdigest()[:16]
-
-
-def write_result(directory: Path, rank: int, result: dict) -> None:
-    with open(directory / f"rank{rank}.json", "x") as file:  # "x": never over a file that is already there
-        file.write(json.dumps({"rank": rank, "pid": os.getpid(), **result}))
-
-
 # ---------------------------------------------------------------- launcher side
 
-def console_script(name: str, module: str) -> list[str]:
-    """The launcher installed next to this Python (what a user types), else the same code through -m."""
-    installed = Path(sys.executable).parent / name
-    return [str(installed)] if installed.exists() else [sys.executable, "-m", module]
-
-
-def worker_command(directory: Path, args) -> list[str]:
-    return [str(Path(__file__).resolve()), "--worker", "--output-dir", str(directory),
-            "--device", args.device_resolved, "--seed", str(args.seed)]
-
-
-def launch(run, name: str, command: list[str], directory: Path) -> tuple[int, float, str, str]:
-    """Run one launcher in a session of its own; returns (exit code, seconds, stdout, stderr). However this returns
-    or raises (a failure, --timeout, Ctrl-C), no process of the launch outlives it."""
-    directory.mkdir(parents=True, exist_ok=True)
-    token = secrets.token_hex(16)
-    (directory / LAUNCH_TOKEN_FILE).write_text(token)
-    env = dict(os.environ, MASTER_ADDR="127.0.0.1", PYTHONUNBUFFERED="1", **{LAUNCH_TOKEN_ENV: token})
-    env.setdefault("OMP_NUM_THREADS", "1")  # torchrun sets this too; N ranks x all cores oversubscribes a CPU
-    # torch's TCPStore names the peer of every connection with getnameinfo; for its IPv4-mapped ::ffff:127.0.0.1,
-    # which /etc/hosts does not list, glibc asks the DNS server. Zero resolver attempts: no query leaves the machine.
-    env["RES_OPTIONS"] = f"{env.get('RES_OPTIONS', '')} attempts:0".strip()
-    stdout_path, stderr_path = directory / "launcher.stdout.txt", directory / "launcher.stderr.txt"
-    started, children_before = time.perf_counter(), children_cpu_seconds()
-    with open(stdout_path, "w") as stdout, open(stderr_path, "w") as stderr:
-        process = subprocess.Popen(command, cwd=directory, env=env, stdout=stdout, stderr=stderr,
-                                   stdin=subprocess.DEVNULL, start_new_session=True)
-        try:
-            code = process.wait(timeout=run.args.timeout)
-        except subprocess.TimeoutExpired:
-            run.args.keep = True  # the error sends the user to these logs: a temporary output dir must stay
-            raise SmokeError(f"{name}: launch did not finish within --timeout {run.args.timeout}s; the logs of the "
-                             f"launcher and its ranks are kept in {directory}") from None
-        finally:
-            stop_launch(process, token)
-    seconds = time.perf_counter() - started
-    print(f"{name}: exit {code} in {seconds:.1f}s wall, {children_cpu_seconds() - children_before:.1f}s CPU "
-          f"(launcher and ranks)", file=sys.stderr, flush=True)
-    return code, seconds, stdout_path.read_text(errors="replace"), stderr_path.read_text(errors="replace")
-
-
-def stop_launch(process: subprocess.Popen, token: str) -> None:
-    """TERM the launcher's process group and every process that carries the launch's token (torchrun starts each
-    rank in a session of its own, out of the group's reach), KILL what is left after a grace, and wait for it. The
-    contract holds a second Ctrl-C while this runs."""
-    def running() -> bool:
-        return process.poll() is None or bool(launch_pids(token))
-
-    for sent in (signal.SIGTERM, signal.SIGKILL):
-        if not running():
-            return
-        with contextlib.suppress(ProcessLookupError):  # the launcher may end right now
-            if process.poll() is None:  # until it is reaped, its pid is the group's id and no one else's
-                os.killpg(process.pid, sent)
-        for pid in launch_pids(token):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, sent)
-        deadline = time.monotonic() + STOP_GRACE_SECONDS
-        while running() and time.monotonic() < deadline:
-            time.sleep(0.1)
-
-
-def launch_pids(token: str) -> list[int]:
-    """Live processes started with this launch's token in their environment (Linux /proc; elsewhere the launcher's
-    process group is all there is to stop). A zombie's environment reads empty: it is gone already."""
-    marker = f"{LAUNCH_TOKEN_ENV}={token}".encode()
-    pids = []
-    with contextlib.suppress(OSError):
-        for entry in os.scandir("/proc"):
-            with contextlib.suppress(OSError):  # a process may end while it is read, or be another user's
-                if entry.name.isdigit() and marker in Path(entry.path, "environ").read_bytes().split(b"\0"):
-                    pids.append(int(entry.name))
-    return pids
-
-
-def read_results(directory: Path) -> dict[int, dict]:
-    return {result["rank"]: result for result in
-            (json.loads(path.read_text()) for path in sorted(directory.glob("rank*.json")))}
-
-
-def children_cpu_seconds() -> float:
-    try:
-        import resource  # POSIX only
-    except ImportError:
-        return float("nan")
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def first_error(text: str) -> str:
-    """The first exception line a rank printed (e.g. '[rank1]: KeyError: ...'), else the last lines."""
-    lines = text.splitlines()
-    for line in lines:
-        # torchrun's own ChildFailedError wraps the rank's failure: report the rank's line instead
-        if re.search(r"\b\w*(Error|Exception|Interrupt): ", line) and "ChildFailedError" not in line:
-            return line.strip()
-    # A rank that died without a Python error (a signal): what the C++ runtime or Python printed before the abort,
-    # then torchrun's summary, which names the rank, its exit code and the signal.
-    native = [line.strip() for line in lines if re.search(r"terminate called|what\(\):|Fatal Python error", line)]
-    summary = [line.strip() for line in lines if re.match(r"\s*(rank|exitcode|traceback)\s*:", line)]
-    return " | ".join(native[:3] + summary or [line.strip() for line in text.strip().splitlines()[-3:]])
-
-
-def check_launch(run, name: str, code: int, seconds: float, stderr: str, command: list[str]) -> None:
-    shown = " ".join([Path(command[0]).name, *command[1:]])
-    detail = f"exit {code} in {seconds:.1f}s: {shown}"
-    if not run.check(f"{name}.launch", code == 0, detail if code == 0 else f"{detail}; {first_error(stderr)}"):
-        raise SmokeError(f"{name}: the launch failed with exit code {code}: {first_error(stderr)}")
-
-
 def check_training(run, name: str, directory: Path, world_size: int, stdout: str, stderr: str) -> None:
-    results = read_results(directory)
-    run.check_equal(f"{name}.ranks", sorted(results), list(range(world_size)))
-    if not results:
+    results = launch_kit.read_results(directory)
+    if not launch_kit.check_world(run, name, results, world_size):
         return
-    backend = "nccl" if run.device == "gpu" else "gloo"
-    seen = sorted({(r["world_size"], r["backend"]) for r in results.values()}, key=str)
-    # A single rank may run without a process group; two or more must share one on the expected backend.
-    allowed = [[(world_size, backend)]] + ([[(1, None)]] if world_size == 1 else [])
-    run.check(f"{name}.world_size", seen in allowed, f"(world size, backend) per rank: {seen}, expected {allowed[0]}")
     global_samples = BATCHES * BATCH_SIZE * world_size
     run.check_equal(f"{name}.global_samples",
                     sorted({(r["batches"], r["samples"]) for r in results.values()}), [(BATCHES, global_samples)])
     consumed = [index for r in results.values() for index in r["consumed"]]
     run.check(f"{name}.sampler_shards", sorted(consumed) == list(range(global_samples)),
               f"{len(consumed)} samples read by {len(results)} ranks, {len(set(consumed))} distinct "
-              f"(expected each of {global_samples} exactly once)")
-    finals = {r["final"] for r in results.values()}
-    initials = {r["initial"] for r in results.values()}
-    run.check(f"{name}.same_weights", len(finals) == 1 and finals.isdisjoint(initials),
-              f"final weight digests {sorted(finals)}; trained away from {sorted(initials)}")
+              f"(expected each of {global_samples} exactly once)", actual=sorted(consumed),
+              expected=list(range(global_samples)))
+    launch_kit.check_same_weights(run, name, results)
     saved = sorted(path.name for path in (directory / "checkpoints").glob("*"))
-    run.check(f"{name}.checkpoint_rank0_only",
-              any(n.endswith("-rank0.pt") and not n.startswith("latest") for n in saved)
-              and not any("rank0" not in n for n in saved), f"checkpoint folder holds {saved}")
+    rank0 = [n for n in saved if n.endswith("-rank0.pt") and not n.startswith("latest")]
+    others = [n for n in saved if "rank0" not in n]
+    run.check(f"{name}.checkpoint_rank0_only", bool(rank0) and not others, f"checkpoint folder holds {saved}",
+              actual={"rank0_checkpoints": len(rank0), "other_files": others},
+              expected={"rank0_checkpoints": {">": 0}, "other_files": []})
     rank_logs = "".join(path.read_text(errors="replace") for path in sorted(directory.glob("rank*.std*.txt")))
-    captured = stdout + stderr + rank_logs
-    missing = [marker(rank, world_size, stream) for rank in range(world_size) for stream in ("stdout", "stderr")
-               if marker(rank, world_size, stream) not in captured]
-    run.check(f"{name}.output_every_rank", not missing,
-              f"missing: {missing}" if missing else f"stdout and stderr of all {world_size} ranks captured")
+    launch_kit.check_output_every_rank(run, name, world_size, stdout + stderr + rank_logs)
 
 
 def body(run) -> None:
     args = run.args
-    # Only auto and gpu need torch here to look for CUDA; the ranks import it anyway.
-    run.device = args.device_resolved = "cpu" if args.device == "cpu" else run.resolve_device()
+    launch_kit.resolve_launch_device(run)
     import importlib.util
 
     if importlib.util.find_spec("composer") is None:
         raise SmokeError("missing dependency 'composer'; fix: pip install mosaicml==0.32.1", EXIT_MISSING_DEPENDENCY)
-    if run.device == "gpu":
-        import torch
-
-        world_size = torch.cuda.device_count()
-        log(f"plan: {world_size} rank(s) with NCCL and amp_bf16, one per GPU" + (
-            "; with 1 GPU the 2-rank checks need --device cpu (NCCL runs one rank per GPU)" if world_size == 1 else ""))
-    else:
-        world_size = 2
-        log("plan: 2 ranks on CPU with the gloo backend over 127.0.0.1")
+    world_size = launch_kit.planned_world_size(run, "amp_bf16")
     chosen = LAUNCHERS if args.launcher == "all" else (args.launcher,)
     for name in chosen:
         directory = run.output_dir / name
@@ -298,48 +135,15 @@ def body(run) -> None:
         if name == "composer":
             pattern = str(directory).replace("{", "{{").replace("}", "}}")
             # Without --stdout and --stderr the launcher throws away what ranks other than 0 print.
-            command = [*console_script("composer", "composer.cli.launcher"), "-n", str(world_size),
+            command = [*launch_kit.console_script("composer", "composer.cli.launcher"), "-n", str(world_size),
                        "--stdout", f"{pattern}/rank{{rank}}.stdout.txt", "--stderr", f"{pattern}/rank{{rank}}.stderr.txt",
-                       *worker_command(directory, args)]
+                       *launch_kit.worker_command(__file__, directory, args)]
         else:
-            command = [*console_script("torchrun", "torch.distributed.run"), "--standalone",
-                       "--nproc_per_node", str(world_size), *worker_command(directory, args)]
-        code, seconds, stdout, stderr = launch(run, name, command, directory)
-        check_launch(run, name, code, seconds, stderr, command)
+            command = [*launch_kit.console_script("torchrun", "torch.distributed.run"), "--standalone",
+                       "--nproc_per_node", str(world_size), *launch_kit.worker_command(__file__, directory, args)]
+        code, seconds, stdout, stderr = launch_kit.launch(run, name, command, directory)
+        launch_kit.check_launch(run, name, code, seconds, stderr, command)
         check_training(run, name, directory, world_size, stdout, stderr)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = build_cli()
-    argv = sys.argv[1:] if argv is None else argv
-    worker_args = launched_worker(parser, argv)
-    if worker_args is not None:  # one rank of a launch: plain errors, the launcher side reports them
-        worker_train(worker_args)
-        return 0
-    return run_main(SCRIPT, parser, body, DISTRIBUTIONS, argv, validate=refuse_worker)
-
-
-def launched_worker(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace | None:
-    """The arguments of one rank of a launch this script started, else None: the launch's token must be both in the
-    environment and in the token file the launch wrote into the worker's --output-dir."""
-    token = os.environ.get(LAUNCH_TOKEN_ENV)
-    if "--worker" not in argv or not token:
-        return None
-    try:
-        args = parser.parse_args(argv)
-        launched = args.output_dir is not None and (args.output_dir / LAUNCH_TOKEN_FILE).read_text() == token
-    except (SmokeError, OSError, ValueError):
-        return None
-    if not launched:
-        return None
-    args.output_dir = args.output_dir.resolve()
-    return args
-
-
-def refuse_worker(args: argparse.Namespace) -> None:
-    if args.worker:
-        raise SmokeError("--worker is internal: it runs one rank of a launch this script starts; run the script "
-                         "without it", EXIT_USAGE)
 
 
 if __name__ == "__main__":

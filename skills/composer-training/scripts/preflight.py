@@ -24,13 +24,14 @@ they would make fit() raise. Some traps Composer accepts are reported as problem
 
 from __future__ import annotations
 
+import argparse
 import fnmatch
 import os
 import sys
 from pathlib import Path
 
-sys.dont_write_bytecode = True  # importing sibling scripts must not write __pycache__ into the skill folder
-from checkpoint_smoke import TRUST_FLAG, checkpoint_problem, read_checkpoint, torn_checkpoints
+sys.dont_write_bytecode = True  # importing sibling modules must not write __pycache__ into the skill folder
+from _checkpoint_files import TRUST_FLAG, checkpoint_problem, read_checkpoint, torn_checkpoints
 from smoke_contract import EXIT_CHECK_FAILED, EXIT_USAGE, SmokeError, build_parser, require, run_main
 
 SCRIPT = "preflight.py"
@@ -42,7 +43,7 @@ TOKEN_SOURCES = ("batches that are dicts with 'input_ids', a dataset with a max_
                  "with get_num_tokens_in_batch")
 
 
-def build():
+def make_parser() -> argparse.ArgumentParser:
     parser = build_parser(
         SCRIPT, __doc__,
         "python scripts/preflight.py --max-duration 2ep --autoresume --run-name my-run "
@@ -388,7 +389,7 @@ def body(run) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_main(SCRIPT, build(), body, DISTRIBUTIONS, argv=argv, validate=validate)
+    return run_main(SCRIPT, make_parser(), body, DISTRIBUTIONS, argv=argv, validate=validate)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ never be reached). Random tensors only: nothing is downloaded.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from contextlib import redirect_stdout
 
@@ -30,7 +31,7 @@ FEATURES, CLASSES, VOCAB, SEQ_LEN = 8, 3, 32, 6
 EVAL_LABEL = "val"
 
 
-def build():
+def make_parser() -> argparse.ArgumentParser:
     parser = build_parser(SCRIPT, __doc__,
                           "python scripts/train_smoke.py --batches 2 --eval-batches 1 --predict --json")
     parser.add_argument("--batches", type=positive_int, default=2, help="training batches (default: 2)")
@@ -104,7 +105,8 @@ def classifier_checks(run, device: str, precision: str) -> None:
     run.check_equal("classifier.precision", state.precision.value, precision)
     run.check_equal("classifier.device", next(state.model.parameters()).device.type,
                     "cuda" if device == "gpu" else "cpu")
-    run.check("classifier.loss_finite", bool(torch.isfinite(state.loss).all()), f"loss {float(state.loss):.4f}")
+    run.check("classifier.loss_finite", bool(torch.isfinite(state.loss).all()), f"loss {float(state.loss):.4f}",
+              actual=float(state.loss), expected={"finite": True})
     run.check_equal("classifier.train_metrics", sorted(state.train_metrics), ["MulticlassAccuracy"])
 
     # Eval runs at the end of fit; its metrics are keyed by the evaluator's label.
@@ -114,7 +116,8 @@ def classifier_checks(run, device: str, precision: str) -> None:
     run.check_equal("eval.batches", int(state.eval_timestamp.batch), args.eval_batches)
     with run.step("eval.accuracy"):
         accuracy = float(state.eval_metrics[EVAL_LABEL]["MulticlassAccuracy"].compute())
-    run.check("eval.accuracy", 0.0 <= accuracy <= 1.0, f"{accuracy:.3f}")
+    run.check("eval.accuracy", 0.0 <= accuracy <= 1.0, f"{accuracy:.3f}", actual=accuracy,
+              expected={">=": 0.0, "<=": 1.0})
 
     if args.predict:
         samples = args.eval_batches * size + 1  # a short last batch
@@ -220,12 +223,14 @@ def token_checks(run, device: str, precision: str) -> None:
     run.check_equal("tokens.without_counter.count", int(trainer.state.timestamp.token), 0)
     run.check("tokens.without_counter.would_train_on", guard.would_continue,
               f"stopped by a guard after {guard.limit} batches with {trainer.state.timestamp.token} "
-              f"of {target} tokens")
+              f"of {target} tokens",
+              actual={"batches": int(trainer.state.timestamp.batch), "tokens": int(trainer.state.timestamp.token)},
+              expected={"batches": guard.limit, "tokens": {"<": target}})
     trainer.close()
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_main(SCRIPT, build(), body, DISTRIBUTIONS, argv=argv, validate=validate)
+    return run_main(SCRIPT, make_parser(), body, DISTRIBUTIONS, argv=argv, validate=validate)
 
 
 if __name__ == "__main__":

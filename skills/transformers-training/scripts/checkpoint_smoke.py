@@ -34,9 +34,11 @@ step and dies by SIGKILL; the parent then resumes in the same output_dir the way
                           deleting that folder and resuming gives bitwise-equal weights again
 --mode all runs both.
 --resume-from DIR resumes from a checkpoint-N folder this script wrote (kept with --keep, maybe on another machine)
-and checks the final weights against an uninterrupted run with the same --seed on this device type. The folder is
-only read, and it is checked with the standard library first: a missing, empty, truncated or wrong-format file is
-exit 2 with one line naming the file, before torch is imported. Then every file the Trainer loads is loaded the way
+and checks the final weights against an uninterrupted run with the same --seed on this device type. The flag is named
+after train(resume_from_checkpoint=), which it calls (the composer-training skill's checkpoint_smoke.py says
+--load-path, after its Trainer(load_path=)). The folder is only read, and it is checked with the standard library
+first: a missing, empty, truncated or wrong-format file is exit 2 with one line naming the file, before torch is
+imported. Then every file the Trainer loads is loaded the way
 it loads it (torch.load(weights_only=True) for the pickles, which refuses a pickle that asks to call code, so none
 runs); a file that fails is exit 2 with one line naming it, before training.
 On a GPU the runs use bf16 and full_determinism=True so the bitwise comparisons hold there too.
@@ -57,9 +59,10 @@ import sys
 import zipfile
 from pathlib import Path
 
-sys.dont_write_bytecode = True  # importing sibling scripts must not write __pycache__ into the skill folder
+sys.dont_write_bytecode = True  # importing sibling modules must not write __pycache__ into the skill folder
+from _tiny_runs import speed_up_tiny_runs  # one thread and a frozen heap: the same for every tiny run
+from _tensors import differing_tensors
 from smoke_contract import EXIT_USAGE, SmokeError, build_parser, require, run_main
-from train_smoke import speed_up_tiny_runs  # one thread and a frozen heap: the same for every tiny run
 
 SCRIPT = "checkpoint_smoke.py"
 DISTRIBUTIONS = ["transformers", "torch", "accelerate", "safetensors", "tokenizers"]
@@ -108,7 +111,7 @@ def draw_steps(steps: list[int | str], bounds: tuple[int, int], rng: random.Rand
     return drawn
 
 
-def parse_args():
+def make_parser() -> argparse.ArgumentParser:
     parser = build_parser(SCRIPT, __doc__.split("\n\n")[0], "\n  ".join(EXAMPLES))
     parser.add_argument("--mode", choices=["resume", "crash", "all"], default=None,
                         help="resume: the checkpoint and resume checks (default); crash: the kill drills; all: both")
@@ -120,7 +123,8 @@ def parse_args():
                         f"N in a comma list (1 to {MAX_STEPS}; 'random' draws one from --seed) (default: 3)")
     parser.add_argument("--resume-from", type=Path, default=None, metavar="DIR",
                         help="resume from this checkpoint-N folder written by this script (only read) and compare "
-                             "with an uninterrupted run; runs alone, without the drills")
+                             "with an uninterrupted run; runs alone, without the drills (named after "
+                             "train(resume_from_checkpoint=), which it calls)")
     return parser
 
 
@@ -309,7 +313,7 @@ def build_tokenizer():
     return PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="[PAD]", unk_token="[UNK]", eos_token="</s>")
 
 
-class Setup:
+class Kit:
     """Everything the runs share: the tokenizer, the data and how to build a fresh model and Trainer."""
 
     def __init__(self, seed: int, output_dir: Path, device: str):
@@ -353,10 +357,6 @@ class Setup:
             return load_file(str(source / "model.safetensors"))
         return {name: tensor.detach().cpu().clone() for name, tensor in source.state_dict().items()}
 
-    def differing(self, reference: dict, other: dict) -> list[str]:
-        """Names of the tensors (saved in ``reference``) that are not bitwise equal in ``other``."""
-        return [name for name, tensor in reference.items() if not self.torch.equal(tensor, other[name])]
-
     def uninterrupted(self) -> dict:
         """The final weights of a run that is never killed: what every resumed run must end with, bit for bit."""
         if self._uninterrupted is None:
@@ -397,67 +397,73 @@ def last_complete_checkpoint(output_dir: str) -> str | None:
     return last
 
 
-def straight_run(run, setup):
+def straight_run(run, kit):
     with run.step("straight.train"):
-        trainer = setup.trainer("straight")
+        trainer = kit.trainer("straight")
         trainer.train()
     folder = Path(trainer.args.output_dir)
     # A final checkpoint is written even when max_steps is not a multiple of save_steps; here it is one.
     run.check_equal("straight.checkpoints", checkpoint_names(folder), ["checkpoint-3", "checkpoint-6"])
     present = {path.name for path in (folder / "checkpoint-3").iterdir()}
     run.check("checkpoint.contents", CHECKPOINT_FILES <= present,
-              f"missing {sorted(CHECKPOINT_FILES - present)}; present {sorted(present)}")
+              f"missing {sorted(CHECKPOINT_FILES - present)}; present {sorted(present)}", actual=sorted(present),
+              expected={"contains": sorted(CHECKPOINT_FILES)})
     with run.step("save_model.contents"):
         trainer.save_model(str(run.output_dir / "saved-model"))  # weights, config, tokenizer: no training state
     saved = {path.name for path in (run.output_dir / "saved-model").iterdir()}
-    run.check("save_model.contents", "model.safetensors" in saved and not saved & {"optimizer.pt", "scheduler.pt",
-              "rng_state.pth"}, f"save_model wrote {sorted(saved)}")
+    training_state = ["optimizer.pt", "rng_state.pth", "scheduler.pt"]
+    run.check("save_model.contents", "model.safetensors" in saved and not saved & set(training_state),
+              f"save_model wrote {sorted(saved)}", actual=sorted(saved),
+              expected={"contains": ["model.safetensors"], "excludes": training_state})
     return folder
 
 
-def resumed_runs(run, setup, straight: Path) -> None:
-    final = setup.weights(straight / "checkpoint-6")
+def resumed_runs(run, kit, straight: Path) -> None:
+    final = kit.weights(straight / "checkpoint-6")
     with run.step("resume.by_path"):
-        trainer = setup.trainer("by-path")
+        trainer = kit.trainer("by-path")
         trainer.train(resume_from_checkpoint=str(straight / "checkpoint-3"))
-    differing = setup.differing(final, setup.weights(trainer.model))
-    run.check("resume.by_path.bitwise_equal", not differing, f"{len(differing)} tensors differ from the straight run")
+    differing = differing_tensors(final, kit.weights(trainer.model))
+    run.check("resume.by_path.bitwise_equal", not differing, f"{len(differing)} tensors differ from the straight run",
+              actual=differing, expected=[])
 
     latest = run.output_dir / "latest"
     shutil.copytree(straight / "checkpoint-3", latest / "checkpoint-3")
     with run.step("resume.latest"):
-        trainer = setup.trainer("latest")
+        trainer = kit.trainer("latest")
         trainer.train(resume_from_checkpoint=True)  # the newest checkpoint-* in output_dir
     run.check_equal("resume.latest.steps_run", trained_steps(trainer)[3:], [4, 5, 6])
-    differing = setup.differing(final, setup.weights(trainer.model))
-    run.check("resume.latest.bitwise_equal", not differing, f"{len(differing)} tensors differ from the straight run")
+    differing = differing_tensors(final, kit.weights(trainer.model))
+    run.check("resume.latest.bitwise_equal", not differing, f"{len(differing)} tensors differ from the straight run",
+              actual=differing, expected=[])
 
     with run.step("resume.larger_max_steps"):
-        trainer = setup.trainer("extended", max_steps=8)
+        trainer = kit.trainer("extended", max_steps=8)
         trainer.train(resume_from_checkpoint=str(straight / "checkpoint-6"))
     rates = {entry["step"]: entry["learning_rate"] for entry in trainer.state.log_history if "learning_rate" in entry}
     run.check_equal("resume.larger_max_steps.first_learning_rate", rates.get(7), 0.0)
 
 
-def best_model_run(run, setup) -> None:
+def best_model_run(run, kit) -> None:
     scores = iter([0.5, 0.9, 0.7])  # evaluations at steps 2, 4, 6: step 4 is the best
 
     def compute_metrics(_):
         return {"score": next(scores)}
 
     with run.step("best.train"):
-        trainer = setup.trainer("best", compute_metrics=compute_metrics, eval_strategy="steps", eval_steps=2,
+        trainer = kit.trainer("best", compute_metrics=compute_metrics, eval_strategy="steps", eval_steps=2,
                                 save_steps=2, save_total_limit=1, load_best_model_at_end=True,
                                 metric_for_best_model="score", greater_is_better=True)
         trainer.train()
     folder = Path(trainer.args.output_dir)
     run.check_equal("best.checkpoint", Path(trainer.state.best_model_checkpoint or "").name, "checkpoint-4")
-    differing = setup.differing(setup.weights(folder / "checkpoint-4"), setup.weights(trainer.model))
-    run.check("best.loaded_at_end", not differing, f"{len(differing)} tensors differ from checkpoint-4")
+    differing = differing_tensors(kit.weights(folder / "checkpoint-4"), kit.weights(trainer.model))
+    run.check("best.loaded_at_end", not differing, f"{len(differing)} tensors differ from checkpoint-4",
+              actual=differing, expected=[])
     run.check_equal("best.only_best_kept_with_save_total_limit_1", checkpoint_names(folder), ["checkpoint-4"])
 
 
-def killed_run(job: dict) -> None:
+def crash_child(job: dict) -> None:
     """The child of a crash drill: train with a checkpoint every step until a SIGKILL ends this process.
 
     ``job`` holds plain values, because on GPU this runs in a spawned interpreter (CUDA cannot be forked)."""
@@ -472,8 +478,8 @@ def killed_run(job: dict) -> None:
     with contextlib.redirect_stdout(sys.stderr):  # Trainer prints log dicts; the parent's stdout carries --json
         if job["device"] == "cpu":
             torch.set_num_threads(1)
-        setup = Setup(job["seed"], Path(job["output_dir"]), job["device"])
-        trainer = setup.trainer(job["folder"], save_steps=1)
+        kit = Kit(job["seed"], Path(job["output_dir"]), job["device"])
+        trainer = kit.trainer(job["folder"], save_steps=1)
         if job["while_saving"]:
             die_inside_save(torch, Path(trainer.args.output_dir, f"checkpoint-{job['step']}", "optimizer.pt"))
         else:
@@ -513,12 +519,12 @@ def die_inside_save(torch, target: Path) -> None:
     torch.save = dying_save
 
 
-def crash_drill(run, setup, context, step: int, while_saving: bool) -> None:
+def crash_drill(run, kit, context, step: int, while_saving: bool) -> None:
     name = f"killed-while-saving-{step}" if while_saving else f"kill-at-{step}"
     check = f"crash.{name.replace('-', '_')}"
-    job = dict(seed=setup.seed, output_dir=str(setup.output_dir), device=setup.device, folder=name, step=step,
+    job = dict(seed=kit.seed, output_dir=str(kit.output_dir), device=kit.device, folder=name, step=step,
                while_saving=while_saving)
-    child = context.Process(target=killed_run, args=(job,))
+    child = context.Process(target=crash_child, args=(job,))
     child.start()
     child.join(CHILD_TIMEOUT_S)
     exit_code = child.exitcode if child.exitcode is not None else f"still running after {CHILD_TIMEOUT_S} s"
@@ -537,17 +543,21 @@ def crash_drill(run, setup, context, step: int, while_saving: bool) -> None:
         optimizer = incomplete / "optimizer.pt"
         run.check(f"{check}.left_on_disk", "trainer_state.json" not in files and "model.safetensors" in files and
                   optimizer.exists() and not zipfile.is_zipfile(optimizer),
-                  {"run_folder": sorted(path.name for path in folder.iterdir()), incomplete.name: files})
+                  {"run_folder": sorted(path.name for path in folder.iterdir()), incomplete.name: files},
+                  actual={"files": list(files), "optimizer_is_zip": zipfile.is_zipfile(optimizer)},
+                  expected={"files": {"contains": ["model.safetensors", "optimizer.pt"],
+                                      "excludes": ["trainer_state.json"]}, "optimizer_is_zip": False})
         shutil.copytree(incomplete, run.output_dir / f"{name}-as-killed" / incomplete.name)  # to inspect (--keep)
         try:  # what resume_from_checkpoint=True does with it
-            setup.trainer(name, save_steps=1).train(resume_from_checkpoint=True)
+            kit.trainer(name, save_steps=1).train(resume_from_checkpoint=True)
             outcome = "no error"
         except Exception as exc:  # noqa: BLE001 - the outcome is the check
             outcome = f"{type(exc).__name__}: {exc}"
-        run.check(f"{check}.resume_true_raises", outcome.startswith("FileNotFoundError") and
-                  str(incomplete / "trainer_state.json") in outcome, outcome)
+        raises = {"startswith": "FileNotFoundError", "contains": str(incomplete / "trainer_state.json")}
+        run.check(f"{check}.resume_true_raises", outcome.startswith(raises["startswith"]) and
+                  raises["contains"] in outcome, outcome, actual=outcome, expected=raises)
     with run.step(f"{check}.resume"):
-        trainer = setup.trainer(name, save_steps=1)
+        trainer = kit.trainer(name, save_steps=1)
         start = last_complete_checkpoint(trainer.args.output_dir)
         trainer.train(resume_from_checkpoint=start)
     resumed_at = step - 1 if while_saving else step
@@ -556,21 +566,22 @@ def crash_drill(run, setup, context, step: int, while_saving: bool) -> None:
                                          "steps": trained_steps(trainer)[resumed_at:]},
                     {"from": f"checkpoint-{resumed_at}" if resumed_at else None,
                      "steps": list(range(resumed_at + 1, MAX_STEPS + 1))})
-    differing = setup.differing(setup.uninterrupted(), setup.weights(trainer.model))
-    run.check(f"{check}.bitwise_equal", not differing, f"{len(differing)} tensors differ from the uninterrupted run")
+    differing = differing_tensors(kit.uninterrupted(), kit.weights(trainer.model))
+    run.check(f"{check}.bitwise_equal", not differing, f"{len(differing)} tensors differ from the uninterrupted run",
+              actual=differing, expected=[])
 
 
-def crash_drills(run, setup) -> None:
+def crash_drills(run, kit) -> None:
     import multiprocessing
 
     with run.step("crash.uninterrupted"):
-        setup.uninterrupted()
+        kit.uninterrupted()
     # One target function; only the start: a fork shares the imported libraries (fast), CUDA needs a fresh process.
     context = multiprocessing.get_context("fork" if run.device == "cpu" else "spawn")
     for step in run.args.kill_at:
-        crash_drill(run, setup, context, step, while_saving=False)
+        crash_drill(run, kit, context, step, while_saving=False)
     for step in run.args.kill_while_saving:
-        crash_drill(run, setup, context, step, while_saving=True)
+        crash_drill(run, kit, context, step, while_saving=True)
 
 
 def loading_problem(folder: Path) -> str | None:
@@ -613,7 +624,7 @@ def loading_problem(folder: Path) -> str | None:
     return None
 
 
-def resume_from_folder(run, setup) -> None:
+def resume_from_folder(run, kit) -> None:
     from transformers import TrainerCallback
 
     source = run.args.resume_from.resolve()
@@ -624,21 +635,23 @@ def resume_from_folder(run, setup) -> None:
 
     class Observe(TrainerCallback):
         def on_train_begin(self, args, state, control, model=None, **kwargs):
-            loaded.update(setup.weights(model))
+            loaded.update(kit.weights(model))
 
         def on_step_end(self, args, state, control, **kwargs):
             steps_run.append(state.global_step)  # not from log_history: the given file's entries are not read
 
     with run.step("resume_from.train"):
-        trainer = setup.trainer("resumed")
+        trainer = kit.trainer("resumed")
         trainer.add_callback(Observe())
         trainer.train(resume_from_checkpoint=str(source))
-    differing = setup.differing(setup.weights(source), loaded)
-    run.check("resume_from.weights_loaded", not differing, f"{len(differing)} tensors differ from {source.name}")
+    differing = differing_tensors(kit.weights(source), loaded)
+    run.check("resume_from.weights_loaded", not differing, f"{len(differing)} tensors differ from {source.name}",
+              actual=differing, expected=[])
     run.check_equal("resume_from.steps_run", steps_run, list(range(start + 1, MAX_STEPS + 1)))
-    differing = setup.differing(setup.uninterrupted(), setup.weights(trainer.model))
+    differing = differing_tensors(kit.uninterrupted(), kit.weights(trainer.model))
     run.check("resume_from.bitwise_equal", not differing, f"{len(differing)} tensors differ from an uninterrupted run"
-              f" with --seed {setup.seed} on {setup.device} (was the checkpoint written with them?)")
+              f" with --seed {kit.seed} on {kit.device} (was the checkpoint written with them?)", actual=differing,
+              expected=[])
 
 
 def body(run) -> None:
@@ -647,20 +660,20 @@ def body(run) -> None:
     require("safetensors", "pip install safetensors")
     speed_up_tiny_runs(run)
     with contextlib.redirect_stdout(sys.stderr):  # Trainer prints log dicts; stdout stays for --json
-        setup = Setup(run.args.seed, run.output_dir, run.device)
+        kit = Kit(run.args.seed, run.output_dir, run.device)
         if run.args.resume_from is not None:
-            resume_from_folder(run, setup)
+            resume_from_folder(run, kit)
             return
         if run.args.mode in ("resume", "all"):
-            straight = straight_run(run, setup)
-            resumed_runs(run, setup, straight)
-            best_model_run(run, setup)
+            straight = straight_run(run, kit)
+            resumed_runs(run, kit, straight)
+            best_model_run(run, kit)
         if run.args.mode in ("crash", "all"):
-            crash_drills(run, setup)
+            crash_drills(run, kit)
 
 
 def main(argv=None) -> int:
-    return run_main(SCRIPT, parse_args(), body, DISTRIBUTIONS, argv, validate=validate)
+    return run_main(SCRIPT, make_parser(), body, DISTRIBUTIONS, argv, validate=validate)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,21 @@
 """The smoke-script contract, shared by every smoke script of a skill.
 
 This file is copied verbatim into each skill's ``scripts/`` folder so a skill folder copied on its own still
-works; ``tests/test_contract.py`` fails when a copy drifts from ``skill_common/smoke_contract.py`` at the bundle root
-(run ``make sync-contract`` after editing the root copy).
+works; ``tests/test_shared_source.py`` fails when a copy drifts from ``skill_common/smoke_contract.py`` at the
+bundle root (run ``make sync`` after editing the root copy).
 
 The contract (``references/smoke-script-contract.md`` explains it for users):
   flags      --device {auto,cpu,gpu}  --seed N  --output-dir DIR  --keep  --json
   exit codes 0 all checks passed, 1 a check failed, 2 usage error, 3 missing dependency, 4 device not there,
              130 / 143 interrupted by SIGINT / SIGTERM
-  --json     one object on stdout: script, ok, device, versions, checks [{name, ok, detail}], seconds
+  --json     one object on stdout: script, ok, device, versions, checks [{name, ok, detail, actual, expected}],
+             seconds
+  checks     detail is the check's line for people (the log line's text). actual is the value the check looked at and
+             expected what it had to be, both null when the check compares no value: expected is that value itself,
+             or an object of conditions actual meets ({">=": 0.0, "<=": 1.0}; "<", "<=", ">", ">=", "isclose" with
+             "rel_tol", "finite", "in", "startswith", "contains", "excludes"), which may also stand for one value
+             inside an expected object or list. Both are JSON values (json_value): a tuple is a list, a float that is
+             not finite the string "nan", "inf" or "-inf", anything else that is not JSON its str()
   logs       stderr only; a bad argument or a failure is one line, never a traceback
              (set SMOKE_DEBUG=1 to see the traceback of an unexpected error)
   files      written only inside the output directory, which is a fresh temporary directory removed at exit
@@ -36,6 +43,7 @@ import argparse
 import importlib
 import importlib.metadata
 import json
+import math
 import os
 import shutil
 import signal
@@ -271,6 +279,25 @@ def _discard(stream) -> None:
     os.close(devnull)
 
 
+def json_value(value: object) -> object:
+    """``value`` as JSON data for a check's actual or expected: a tuple is a list, a key a string, a numpy or torch
+    scalar its number, a float that is not finite its name ("nan", "inf", "-inf": JSON has none), anything else that
+    is not JSON (a path) its str()."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if getattr(value, "ndim", None) == 0 and callable(getattr(value, "item", None)):
+        return json_value(value.item())  # numpy.int64(3), torch.tensor(0.5)
+    if isinstance(value, int):
+        return int(value)  # an IntEnum such as signal.SIGKILL is its number
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else str(float(value))
+    if isinstance(value, dict):
+        return {str(key): json_value(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_value(item) for item in value]
+    return str(value)
+
+
 def require(module: str, pip_line: str):
     """Import ``module`` or fail with exit code 3 and the pip line that fixes it."""
     try:
@@ -365,15 +392,21 @@ class SmokeRun:
         self.device = "gpu" if self.args.device == "gpu" or (self.args.device == "auto" and has_cuda) else "cpu"
         return self.device
 
-    def check(self, name: str, ok: bool, detail: object = "") -> bool:
+    def check(self, name: str, ok: bool, detail: object = "", *, actual: object = None,
+              expected: object = None) -> bool:
+        """Record a check. ``actual``: the value it looked at; ``expected``: that value as it had to be, or conditions
+        such as {"<": 0.7} (the module docstring lists them); both None when the check compares no value."""
         _interrupt_point()
         ok = bool(ok)
-        self.checks.append({"name": name, "ok": ok, "detail": detail if isinstance(detail, (str, int, float, list, dict)) else str(detail)})
+        kept = detail if isinstance(detail, (str, int, float, list, dict)) else str(detail)
+        self.checks.append({"name": name, "ok": ok, "detail": kept, "actual": json_value(actual),
+                            "expected": json_value(expected)})
         log(f"[{'ok' if ok else 'FAIL'}] {name}: {detail}")
         return ok
 
     def check_equal(self, name: str, actual: object, expected: object) -> bool:
-        return self.check(name, actual == expected, f"got {actual!r}, expected {expected!r}")
+        return self.check(name, actual == expected, f"got {actual!r}, expected {expected!r}", actual=actual,
+                          expected=expected)
 
     @contextmanager
     def step(self, name: str):

@@ -22,6 +22,7 @@ data with `datasets`, trains --steps optimizer steps, evaluates, predicts, and c
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import math
 import os
@@ -30,6 +31,7 @@ import sys
 from pathlib import Path
 
 sys.dont_write_bytecode = True  # importing the contract must not write __pycache__ into the skill folder
+from _tiny_runs import speed_up_tiny_runs
 from smoke_contract import build_parser, positive_int, require, run_main
 
 SCRIPT = "train_smoke.py"
@@ -41,7 +43,7 @@ POSITIVE, NEGATIVE = ["good", "great", "fine"], ["bad", "awful", "dull"]
 NEUTRAL = "the a this movie film plot story was is very quite".split()
 
 
-def parse_args():
+def make_parser() -> argparse.ArgumentParser:
     parser = build_parser(SCRIPT, __doc__.split("\n\n")[0],
                           f"python scripts/{SCRIPT} --task all --steps 4 --device auto --json")
     parser.add_argument("--task", choices=["all", *TASKS], default="all", help="which task to run (default: all)")
@@ -102,7 +104,8 @@ def check_training(run, task: str, trainer, train_output) -> None:
     run.check_equal(f"{task}.train.global_step", train_output.global_step, run.args.steps)
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
     finite = len(losses) == run.args.steps and all(math.isfinite(loss) and loss > 0 for loss in losses)
-    run.check(f"{task}.train.loss_finite", finite, f"logged losses {[round(loss, 4) for loss in losses]}")
+    run.check(f"{task}.train.loss_finite", finite, f"logged losses {[round(loss, 4) for loss in losses]}",
+              actual=losses, expected=[{"finite": True, ">": 0}] * run.args.steps)
 
 
 def text_classification(run, tokenizer, datasets, evaluate) -> None:
@@ -126,7 +129,8 @@ def text_classification(run, tokenizer, datasets, evaluate) -> None:
 
     train_data, eval_data = split(4 * run.args.batch_size), split(2 * run.args.batch_size)
     accuracy = evaluate.load(str(METRIC_MODULE))  # a local module: works offline; "accuracy" would need the Hub
-    run.check(f"{task}.metric.local_module", accuracy.name == "accuracy_metric", f"evaluate module {accuracy.name!r}")
+    run.check(f"{task}.metric.local_module", accuracy.name == "accuracy_metric", f"evaluate module {accuracy.name!r}",
+              actual=accuracy.name, expected="accuracy_metric")
 
     def compute_metrics(eval_prediction):
         logits, labels = eval_prediction
@@ -138,7 +142,8 @@ def text_classification(run, tokenizer, datasets, evaluate) -> None:
     check_training(run, task, trainer, trainer.train())
     metrics = trainer.evaluate()
     run.check(f"{task}.eval.accuracy", 0.0 <= metrics.get("eval_accuracy", -1) <= 1.0,
-              {key: round(value, 4) for key, value in metrics.items() if key in ("eval_loss", "eval_accuracy")})
+              {key: round(value, 4) for key, value in metrics.items() if key in ("eval_loss", "eval_accuracy")},
+              actual=metrics.get("eval_accuracy"), expected={">=": 0.0, "<=": 1.0})
     # The "text" column is not a model input: Trainer drops it (remove_unused_columns=True, the default).
     prediction = trainer.predict(eval_data)
     run.check_equal(f"{task}.predict.logits_shape", list(prediction.predictions.shape), [len(eval_data), 2])
@@ -171,7 +176,8 @@ def causal_lm(run, tokenizer, datasets) -> None:
     # Not the true perplexity: GPT-2's token count includes each row's first token (references/task-recipes.md).
     exp_loss = math.exp(metrics["eval_loss"])
     run.check(f"{task}.eval.exp_loss", 1.0 < exp_loss < 10 * len(tokenizer),
-              f"exp(eval_loss) {exp_loss:.2f} (vocabulary {len(tokenizer)})")
+              f"exp(eval_loss) {exp_loss:.2f} (vocabulary {len(tokenizer)})", actual=exp_loss,
+              expected={">": 1.0, "<": 10 * len(tokenizer)})
     prediction = trainer.predict(eval_data)
     run.check_equal(f"{task}.predict.logits_last_dim", prediction.predictions.shape[-1], len(tokenizer))
 
@@ -212,25 +218,17 @@ def seq2seq(run, tokenizer, datasets) -> None:
     check_training(run, task, trainer, trainer.train())
     metrics = trainer.evaluate()
     run.check(f"{task}.eval.exact_match", 0.0 <= metrics.get("eval_exact_match", -1) <= 1.0,
-              {key: round(value, 4) for key, value in metrics.items() if key in ("eval_loss", "eval_exact_match")})
+              {key: round(value, 4) for key, value in metrics.items() if key in ("eval_loss", "eval_exact_match")},
+              actual=metrics.get("eval_exact_match"), expected={">=": 0.0, "<=": 1.0})
     generated = trainer.predict(eval_data).predictions
     # Generation stops at generation_max_length, but the rows come back padded to the model's
     # generation_config.max_length (20 unless set): only padding may follow position max_new.
-    run.check(f"{task}.predict.generated", generated.shape[0] == len(eval_data)
-              and (generated[:, max_new:] == tokenizer.pad_token_id).all(),
+    padding_only = bool((generated[:, max_new:] == tokenizer.pad_token_id).all())
+    run.check(f"{task}.predict.generated", generated.shape[0] == len(eval_data) and padding_only,
               {"shape": list(generated.shape), "generation_max_length": max_new,
-               "generation_config.max_length": model.generation_config.max_length})
-
-
-def speed_up_tiny_runs(run) -> None:
-    import gc
-
-    import torch
-    import transformers.trainer  # noqa: F401 - the heavy import, before the heap is frozen
-
-    if run.device == "cpu":
-        torch.set_num_threads(1)  # tiny tensors: one thread beats several that synchronize on every op
-    gc.freeze()  # Trainer.train() calls gc.collect(): keeping the imported modules out of it saves ~0.4 s a run
+               "generation_config.max_length": model.generation_config.max_length},
+              actual={"rows": generated.shape[0], "padding_only_after_generation_max_length": padding_only},
+              expected={"rows": len(eval_data), "padding_only_after_generation_max_length": True})
 
 
 def body(run) -> None:
@@ -252,11 +250,13 @@ def body(run) -> None:
     hub_cache = Path(os.environ["HF_HOME"]) / "hub"
     downloaded = [str(path) for path in hub_cache.rglob("*") if path.is_file()] if hub_cache.exists() else []
     run.check("offline.nothing_downloaded", not downloaded and os.environ.get("HF_HUB_OFFLINE") == "1",
-              f"HF_HUB_OFFLINE={os.environ.get('HF_HUB_OFFLINE')}; files in the Hub cache: {downloaded[:3]}")
+              f"HF_HUB_OFFLINE={os.environ.get('HF_HUB_OFFLINE')}; files in the Hub cache: {downloaded[:3]}",
+              actual={"HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE"), "hub_cache_files": downloaded},
+              expected={"HF_HUB_OFFLINE": "1", "hub_cache_files": []})
 
 
 def main(argv=None) -> int:
-    return run_main(SCRIPT, parse_args(), body, DISTRIBUTIONS, argv)
+    return run_main(SCRIPT, make_parser(), body, DISTRIBUTIONS, argv)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ an eval strategy without an eval dataset, ...) by building a Trainer with a scra
 
 from __future__ import annotations
 
+import argparse
 import copy
 import importlib.metadata
 import math
@@ -83,7 +84,7 @@ INTEGRATION_PACKAGES = {"comet_ml": "comet-ml", "azure_ml": "azureml-core", "fly
                         "kubeflow": "kubeflow-training"}
 
 
-def parse_args():
+def make_parser() -> argparse.ArgumentParser:
     parser = build_parser(SCRIPT, __doc__, EXAMPLE)
     own = parser.add_argument_group("this script's own flags (hyphenated; everything else goes to TrainingArguments)")
     own.add_argument("--seq2seq", action="store_true", help="parse Seq2SeqTrainingArguments and check Seq2SeqTrainer")
@@ -205,7 +206,8 @@ def check_best_metric(run, training_args) -> None:
     metric = training_args.metric_for_best_model.removeprefix("eval_")
     # Trainer looks the metric up at the first evaluation (KeyError there), with or without the eval_ prefix.
     run.check("metric_for_best_model.known", metric in known,
-              f"{training_args.metric_for_best_model!r} among eval metrics {sorted(f'eval_{key}' for key in known)}")
+              f"{training_args.metric_for_best_model!r} among eval metrics {sorted(f'eval_{key}' for key in known)}",
+              actual=metric, expected={"in": sorted(known)})
 
 
 def value(field):
@@ -303,7 +305,7 @@ def body(run) -> None:
 
 
 def main(argv=None) -> int:
-    return run_main(SCRIPT, parse_args(), body, DISTRIBUTIONS, argv, validate=validate)
+    return run_main(SCRIPT, make_parser(), body, DISTRIBUTIONS, argv, validate=validate)
 
 
 if __name__ == "__main__":

@@ -13,18 +13,22 @@
 skill documents that they contain: the rule, the file and line, what goes wrong, the fix and the section to read.
 
 Give Python files, shell scripts (.sh, .bash) or folders (searched for both). Python is read with the standard
-library's ast; constant values are followed through simple assignments (`args = dict(...)` then
+library's ast; constant values are followed through simple assignments (`args = dict(...)`, `cfg["x"] = ...` then
 `TrainingArguments(**args)`, a variable that holds a model class), imports are followed to tell Composer's Trainer
-from Transformers', and launch commands are read from shell lines (shlex) and from Python strings and argv lists
-(`LAUNCH = "composer -n 2 train.py"`, `subprocess.run(["accelerate", "launch", ...])`). A shell script that launches a
-Python file given here checks that file under the launch (process count, flags, offline variables).
+from Transformers', and a module the code imports from its own project (given here, or a file next to it) is read
+for what it defines (a get_metrics in model.py). Launch commands are read from shell lines (shlex; behind if, for,
+timeout, srun, sudo, env and variable prefixes) and from Python strings and argv lists (`LAUNCH = "composer -n 2
+train.py"`, `subprocess.run(["accelerate", "launch", ...])`). A launch of a Python file given here checks that file
+under the launch (process count, flags, offline variables); a value the launch takes from a variable is unknown and
+no finding depends on it.
 
 --device is the device the checked code will run on where it does not name one itself (Composer picks the GPU when
-there is one): auto is a GPU when one is visible here. Links are relative to this skill's folder.
+there is one): auto is a GPU when one is visible here, and gpu is accepted on a machine without one (nothing runs
+here, so the checker never exits 4). Links are relative to this skill's folder.
 
-This one file is the source of the checker of every skill: skill_common/trap_check.py at the bundle root, copied into each
-skill's scripts/ folder (`make sync-contract`; the suite fails when a copy drifts). Each copy runs the rules of the
-skill it sits in, read from that skill's SKILL.md.
+This one file is the source of the checker of every skill: skill_common/trap_check.py at the bundle root, copied into
+each skill's scripts/ folder (`make sync`; the suite fails when a copy drifts). Each copy runs the rules of the skill
+it sits in, read from that skill's SKILL.md.
 """
 
 import ast
@@ -33,11 +37,12 @@ import re
 import shlex
 import stat
 import sys
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.dont_write_bytecode = True  # importing the contract must not write __pycache__ into the skill folder
-from smoke_contract import EXIT_NO_DEVICE, EXIT_USAGE, SmokeError, build_parser, run_main  # noqa: E402
+from smoke_contract import EXIT_USAGE, SmokeError, build_parser, run_main  # noqa: E402
 
 SCRIPT = "trap_check.py"
 HERE = Path(__file__).resolve().parent
@@ -157,7 +162,8 @@ RULES = [
          "found again on relaunch).", 'run_name="<stable name>" and save_folder="checkpoints/{run_name}"',
          "references/checkpointing-and-time.md#autoresume"),
     Rule("autoresume-shared-folder", CP, "autoresume reads <save_folder>/latest-rank0.pt whatever the run name: runs "
-         "that share this save_folder resume each other's checkpoints.", 'save_folder="<root>/{run_name}"',
+         "that share this save_folder resume each other's checkpoints.",
+         'save_folder="<root>/{run_name}", with a run_name that differs between jobs (run_name=args.job)',
          "references/checkpointing-and-time.md#autoresume"),
     Rule("save-overwrite", CP, "save_overwrite=True to get past FileExistsError keeps the old run's files and, when "
          "latest-rank0.pt is missing or dangling, restarts from batch 0.",
@@ -196,9 +202,34 @@ class Finding:
 
 # ---------------------------------------------------------------- launch commands (shell lines, strings, argv lists)
 
-LAUNCHERS = ("accelerate", "torchrun", "composer", "deepspeed", "python", "python3")
-WRAPPERS = {"exec", "nohup", "time", "env", "srun", "uv", "run"}
+LAUNCHERS = ("accelerate", "accelerate-launch", "torchrun", "composer", "deepspeed", "python", "python3")
+PYTHON = re.compile(r"^python(\d+(\.\d+)*)?$")  # python, python3, python3.11
+# Commands that run the command after them (with their own options first): `timeout 600 torchrun ...`
+WRAPPERS = {"exec", "nohup", "time", "env", "srun", "uv", "run", "timeout", "sudo", "nice", "ionice", "numactl",
+            "taskset", "stdbuf", "command", "builtin", "setsid", "chrt", "caffeinate", "xvfb-run", "unbuffer",
+            "poetry", "pipenv", "conda", "mamba", "micromamba", "pdm", "hatch", "pixi", "rye"}
+SHELL_KEYWORDS = {"if", "then", "else", "elif", "do", "while", "until", "!", "{", "time"}  # before a command
+ASSIGNMENT = re.compile(r"^[A-Za-z_]\w*=")
+WRAPPER_VALUE = re.compile(r"^\d+(\.\d+)?[smhd]?$")  # timeout 600, nice -n 10: a number, never a command
+PYTHON_MODULES = {"torch.distributed.run": "torchrun", "torch.distributed.launch": "torchrun",
+                  "accelerate.commands.launch": "accelerate launch", "accelerate.commands.accelerate_cli": "accelerate",
+                  "composer.cli.launcher": "composer", "deepspeed": "deepspeed",
+                  "deepspeed.launcher.runner": "deepspeed"}
 OFFLINE_NAMES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+TRUE_VALUES = {"1", "ON", "YES", "TRUE"}  # huggingface_hub's constants._is_true and datasets' config: upper-cased
+
+
+def offline_value(value) -> bool:
+    """Whether an environment value turns offline mode on: huggingface_hub and datasets take 1, on, yes, true in any
+    case. A value that cannot be read here (a variable) is counted as on: no finding that depends on it."""
+    if value is UNKNOWN or (isinstance(value, str) and "$" in value):
+        return True
+    return isinstance(value, str) and value.upper() in TRUE_VALUES
+
+
+def launcher_name(token: str) -> str | None:
+    name = os.path.basename(token)
+    return "python" if PYTHON.match(name) else name if name in LAUNCHERS else None
 
 
 @dataclass
@@ -210,6 +241,7 @@ class Launch:
     script: str | None
     args: list[str]  # the script's flags
     env: dict[str, str] = field(default_factory=dict)
+    several: str = ""  # why this line starts several different jobs (a shell loop over a variable, a Slurm array)
 
     def option(self, *names: str) -> str | None:
         """The value of a launcher option given as `--x N`, `--x=N` or `-nN`; '' for a bare flag."""
@@ -242,28 +274,50 @@ class Launch:
                 return "true" if not following or following.startswith("--") else following
         return None
 
+    def job(self) -> tuple:
+        """What makes two launches of one file different jobs: the script's arguments and the environment."""
+        return tuple(self.args), tuple(sorted(self.env.items()))
+
 
 def parse_launch(tokens: list[str], path: str, line: int, env: dict[str, str]) -> Launch | None:
-    env = dict(env)
-    while tokens and (re.match(r"^[A-Za-z_]\w*=", tokens[0]) or tokens[0] in WRAPPERS):
-        if "=" in tokens[0] and not tokens[0].startswith("-"):
-            name, _, value = tokens[0].partition("=")
+    """The launch in one simple command, behind shell keywords (`then`, `do`), variable assignments and wrappers
+    with their options (`timeout 600`, `srun -N 2`, `sudo -E`, `env A=1`, `uv run`); None when it is not one."""
+    env, index, wrapped, option_value = dict(env), 0, False, False
+    while index < len(tokens):
+        token = tokens[index]
+        if launcher_name(token):
+            break
+        if ASSIGNMENT.match(token):
+            name, _, value = token.partition("=")
             env[name] = value
-        tokens = tokens[1:]
-    if not tokens:
+        elif token in WRAPPERS:
+            wrapped, option_value = True, False
+        elif not wrapped and token in SHELL_KEYWORDS:
+            pass
+        elif wrapped and token.startswith("-"):
+            option_value = "=" not in token  # `--partition gpu`: the next word may be its value
+        elif wrapped and (option_value or WRAPPER_VALUE.match(token)):
+            option_value = False
+        else:
+            return None  # another command (echo, bash -c ...): what follows it is not a launch
+        index += 1
+    if index >= len(tokens):
         return None
-    launcher = os.path.basename(tokens[0])
-    rest = tokens[1:]
-    if launcher not in LAUNCHERS:
-        return None
-    if launcher.startswith("python"):
-        launcher = "python"
-        if rest[:2] in (["-m", "torch.distributed.run"], ["-m", "torch.distributed.launch"]):
-            launcher, rest = "torchrun", rest[2:]
-        elif rest[:2] == ["-m", "accelerate.commands.launch"]:
-            launcher, rest = "accelerate", rest[2:]
-        elif rest[:2] == ["-m", "composer.cli.launcher"]:
-            launcher, rest = "composer", rest[2:]
+    launcher, rest = launcher_name(tokens[index]), tokens[index + 1:]
+    if launcher == "python":
+        while rest and rest[0].startswith("-") and not rest[0].startswith("-m"):  # -u, -B, -W arg, -X arg
+            if rest[0].startswith("-c"):
+                return None  # python -c "...": no script
+            rest = rest[2:] if rest[0] in ("-W", "-X") else rest[1:]
+        if rest and rest[0].startswith("-m"):
+            module = rest[0][2:] or (rest[1] if len(rest) > 1 else "")
+            rest = rest[1:] if rest[0][2:] else rest[2:]
+            if module not in PYTHON_MODULES:
+                return None  # python -m pytest tests/x.py runs no training script of its own
+            launcher, _, word = PYTHON_MODULES[module].partition(" ")
+            rest = [word, *rest] if word else rest
+    if launcher == "accelerate-launch":
+        launcher, rest = "accelerate", ["launch", *rest]
     if launcher == "accelerate":
         if not rest or rest[0] != "launch":
             return None
@@ -302,14 +356,69 @@ def shell_commands(text: str):
                 command.append(token)
 
 
-def launches_in_shell(text: str, path: str) -> list[Launch]:
+SHELL_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))")
+OPENS = {"if": "fi", "case": "esac", "for": "done", "select": "done", "while": "done", "until": "done"}
+
+
+def shell_blocks(commands):
+    """(line, tokens, enclosing blocks) per command, the keywords in front of it (then, do, else...) taken off;
+    a block is (keyword, the for loop's variable or None). A loop's header is no command."""
+    blocks: list[tuple[str, str | None]] = []
+    for line, tokens in commands:
+        while tokens and tokens[0] in (*OPENS, *OPENS.values(), *SHELL_KEYWORDS):
+            word = tokens[0]
+            if word in OPENS:
+                blocks.append((word, tokens[1] if word in ("for", "select") and len(tokens) > 1 else None))
+                if word in ("for", "select", "case"):
+                    yield line, [], list(blocks)
+                    tokens = []
+                    break
+            elif word in OPENS.values():
+                closing = [index for index, (opened, _) in enumerate(blocks) if OPENS[opened] == word]
+                del blocks[closing[-1] if closing else len(blocks):]
+            tokens = tokens[1:]
+        if tokens:
+            yield line, tokens, list(blocks)
+
+
+def launches_in_shell(text: str, path: str, first_line: int = 1) -> list[Launch]:
+    """The launches of a shell script. A variable assigned one literal value, once, outside any if or loop, is read
+    (`NP=2` then `--nproc_per_node $NP`); any other stays unknown. A launch inside a for loop whose variable is on its
+    line, or in a Slurm array job (#SBATCH --array), starts several jobs."""
+    commands = list(shell_blocks((line + first_line - 1, tokens) for line, tokens in shell_commands(text)))
+    assigned: dict[str, list[str | None]] = {}
+    for _, tokens, blocks in commands:  # which variables hold one known value
+        if not tokens and blocks and blocks[-1][1]:  # a for loop's header: its variable takes many values
+            assigned.setdefault(blocks[-1][1], []).append(None)
+        words = tokens[1:] if tokens and tokens[0] in ("export", "local", "declare", "readonly") else tokens
+        plain = all(ASSIGNMENT.match(word) for word in words)  # `NP=2`, not `NP=2 torchrun ...`
+        for word in words:
+            if not ASSIGNMENT.match(word):
+                break
+            name, _, value = word.partition("=")
+            known = plain and not blocks and not re.search(r"[$`]", value)
+            assigned.setdefault(name, []).append(value if known else None)
+    known = {name: values[0] for name, values in assigned.items() if len(values) == 1 and values[0] is not None}
+
+    def expand(word: str) -> str:
+        return SHELL_VARIABLE.sub(lambda match: known.get(match[1] or match[2], match[0]), word)
+
+    array = re.search(r"(?m)^#SBATCH\s+(--array|-a)\b", text)
     found, exported = [], {}
-    for line, tokens in shell_commands(text):
-        if tokens[0] == "export":
-            exported.update(token.split("=", 1) for token in tokens[1:] if "=" in token)
+    for line, tokens, blocks in commands:
+        if not tokens:
             continue
-        launch = parse_launch(tokens, path, line, exported)
+        if tokens[0] == "export":
+            exported.update(expand(token).split("=", 1) for token in tokens[1:] if "=" in token)
+            continue
+        launch = parse_launch([expand(token) for token in tokens], path, line, exported)
         if launch:
+            varied = sorted({variable for _, variable in blocks if variable and any(
+                f"${variable}" in token or f"${{{variable}}}" in token for token in tokens)})
+            if varied:
+                launch.several = f"launched in a loop over ${varied[0]}"
+            elif array:
+                launch.several = "a Slurm array job (#SBATCH --array)"
             found.append(launch)
     return found
 
@@ -320,13 +429,15 @@ UNKNOWN = object()
 
 
 class Module:
-    def __init__(self, path: str, tree: ast.Module):
+    def __init__(self, path: str, tree: ast.Module, read_launches: bool = True):
         self.path, self.tree = path, tree
         self.imports: dict[str, str] = {}  # local name -> module.attribute it stands for
         self.assigned: dict[str, list[ast.AST]] = {}
+        self.edits: dict[str, list[ast.AST]] = {}  # a dict variable -> the statements that change its keys
+        self.bases: dict[str, list[ast.AST]] = {}  # a class defined here -> its bases
         self.calls: list[ast.Call] = []
         self.nodes = list(ast.walk(tree))
-        self.parent = {id(child): node for node in self.nodes for child in ast.iter_child_nodes(node)}
+        self._parent: dict[int, ast.AST] | None = None
         for node in self.nodes:
             if isinstance(node, ast.Import):
                 for alias in node.names:
@@ -339,8 +450,19 @@ class Module:
                 for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                     if isinstance(target, ast.Name):
                         self.assigned.setdefault(target.id, []).append(node.value)
+                    elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                        self.edits.setdefault(target.value.id, []).append(node)  # cfg["x"] = ...
+            elif isinstance(node, ast.Delete):
+                for target in node.targets:
+                    if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                        self.edits.setdefault(target.value.id, []).append(node)
+            elif isinstance(node, ast.ClassDef):
+                self.bases[node.name] = node.bases
             elif isinstance(node, ast.Call):
                 self.calls.append(node)
+                if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and \
+                        node.func.attr in ("update", "setdefault", "pop", "popitem", "clear", "__setitem__"):
+                    self.edits.setdefault(node.func.value.id, []).append(node)  # cfg.update(x=...)
         self.launches: list[Launch] = []
         self.names = {node.id for node in self.nodes if isinstance(node, ast.Name)} | \
             {node.attr for node in self.nodes if isinstance(node, ast.Attribute)} | \
@@ -349,7 +471,49 @@ class Module:
         docstrings = {id(node.value) for node in self.nodes if isinstance(node, ast.Expr)}
         self.strings = {node.value for node in self.nodes if isinstance(node, ast.Constant)
                         and isinstance(node.value, str) and id(node) not in docstrings}
-        self._read_launch_strings()
+        if read_launches:  # a project module found next to a given one is read only for what it defines
+            self._read_launch_strings()
+        self.project: list[Module] = [self]  # this module and the project modules it imports (Project.link)
+        self.imported: list[tuple[int, Module]] = []  # (line of the import, a project module it imports)
+        self._project_names: set[str] | None = None
+        self._project_bases: dict[str, list[str]] | None = None
+
+    @property
+    def parent(self) -> dict[int, ast.AST]:
+        if self._parent is None:
+            self._parent = {id(child): node for node in self.nodes for child in ast.iter_child_nodes(node)}
+        return self._parent
+
+    # -- the project: what this module and the modules it imports define
+    @property
+    def project_names(self) -> set[str]:
+        """The names of this module and of the project modules it imports, and what its imports stand for (a
+        get_metrics defined in the model's module counts for the training script that imports it)."""
+        if self._project_names is None:
+            self._project_names = set().union(*(module.names | set(module.imports.values())
+                                                for module in self.project))
+        return self._project_names
+
+    @property
+    def project_strings(self) -> set[str]:
+        return set().union(*(module.strings for module in self.project))
+
+    def inherits(self, name: str, test, seen: set[str] | None = None) -> bool:
+        """Whether ``test(a short class name)`` holds for the class ``name`` or a class it derives from, through the
+        classes defined in this module and the project modules it imports."""
+        seen = set() if seen is None else seen
+        if test(name):
+            return True
+        if name in seen or len(seen) > 50:
+            return False
+        seen.add(name)
+        if self._project_bases is None:
+            self._project_bases = {}
+            for module in self.project:
+                for defined, bases in module.bases.items():
+                    self._project_bases.setdefault(defined, []).extend(
+                        module.qualname(base).rsplit(".", 1)[-1] for base in bases)
+        return any(self.inherits(base, test, seen) for base in self._project_bases.get(name, []))
 
     # -- values
     def single(self, name: str) -> ast.AST | None:
@@ -398,26 +562,79 @@ class Module:
         return node
 
     def kwargs(self, call: ast.Call, depth: int = 0) -> tuple[dict[str, tuple[ast.AST, int]], bool]:
-        """keyword -> (value, line), `**mapping` followed into dict literals and dict(...) calls; complete is False
-        when some `**` could not be read (then an absent keyword may be there)."""
+        """keyword -> (value, line), `**mapping` followed into dict literals, dict(...) calls and the keys set on
+        them before the call (`cfg["x"] = ...`, `cfg.update(x=...)`); complete is False when some `**` could not be
+        read (then an absent keyword may be there)."""
         found, complete = {}, True
         for keyword in call.keywords:
             if keyword.arg is not None:
                 found[keyword.arg] = (keyword.value, keyword.value.lineno)
                 continue
-            mapping = self.resolve(keyword.value)
-            if isinstance(mapping, ast.Dict) and depth < 4:
-                for key, value in zip(mapping.keys, mapping.values):
-                    if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                        found[key.value] = (value, key.lineno)
-                    else:
-                        complete = False
-            elif isinstance(mapping, ast.Call) and self.short(mapping) == "dict" and depth < 4:
-                inner, inner_complete = self.kwargs(mapping, depth + 1)
+            inner, inner_complete = self.mapping(keyword.value, call.lineno, depth)
+            found.update(inner)
+            complete &= inner_complete
+        return found, complete
+
+    def mapping(self, node: ast.AST, before: int, depth: int = 0) -> tuple[dict[str, tuple[ast.AST, int]], bool]:
+        """The literal keys of a dict expression: {...}, dict(...), {**a, ...}, a name assigned one of them and the
+        keys set on that name above line ``before``; complete is False where a key cannot be read."""
+        name = node.id if isinstance(node, ast.Name) else None
+        node = self.resolve(node)
+        found, complete = {}, True
+        if depth > 4:
+            return found, False
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values):
+                if key is None:  # {**base, ...}
+                    inner, inner_complete = self.mapping(value, before, depth + 1)
+                    found.update(inner)
+                    complete &= inner_complete
+                elif isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    found[key.value] = (value, key.lineno)
+                else:
+                    complete = False
+        elif isinstance(node, ast.Call) and self.short(node) == "dict" and len(node.args) <= 1:
+            for argument in node.args:  # dict(base, x=1)
+                inner, complete = self.mapping(argument, before, depth + 1)
                 found.update(inner)
-                complete &= inner_complete and not mapping.args
-            else:
-                complete = False
+            inner, inner_complete = self.kwargs(node, depth + 1)
+            found.update(inner)
+            complete &= inner_complete
+        else:
+            return found, False
+        for edit in self.edits.get(name, []) if name else []:
+            if edit.lineno >= before:
+                continue
+            if isinstance(edit, (ast.Assign, ast.AnnAssign)):  # cfg["x"] = value
+                targets = edit.targets if isinstance(edit, ast.Assign) else [edit.target]
+                key = self.const(targets[0].slice) if len(targets) == 1 else UNKNOWN
+                if isinstance(key, str):
+                    found[key] = (edit.value, edit.lineno)
+                else:
+                    complete = False
+            elif isinstance(edit, ast.Delete) or edit.func.attr in ("pop", "popitem", "clear"):
+                keys = [self.const(target.slice) for target in edit.targets if isinstance(target, ast.Subscript)
+                        and isinstance(target.value, ast.Name) and target.value.id == name] \
+                    if isinstance(edit, ast.Delete) else [self.const(argument) for argument in edit.args[:1]]
+                for key in keys:
+                    if isinstance(key, str):
+                        found.pop(key, None)
+                complete &= bool(keys) and all(isinstance(key, str) for key in keys)
+            elif edit.func.attr in ("setdefault", "__setitem__"):
+                key = self.const(edit.args[0]) if edit.args else UNKNOWN
+                if isinstance(key, str) and len(edit.args) > 1:
+                    found[key] = found[key] if edit.func.attr == "setdefault" and key in found else \
+                        (edit.args[1], edit.lineno)
+                else:
+                    complete = False
+            else:  # update({...}) or update(x=...)
+                for argument in edit.args:
+                    inner, inner_complete = self.mapping(argument, before, depth + 1)
+                    found.update(inner)
+                    complete &= inner_complete
+                inner, inner_complete = self.kwargs(edit, depth + 1)
+                found.update(inner)
+                complete &= inner_complete
         return found, complete
 
     def mentions(self, node: ast.AST | None, test, followed: set[str] | None = None) -> bool:
@@ -448,6 +665,17 @@ class Module:
                 return True
         return False
 
+    def loop_variables(self, node: ast.AST) -> set[str]:
+        """The names bound by the for loops and comprehensions around ``node`` in its function."""
+        names: set[str] = set()
+        while id(node) in self.parent and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            node = self.parent[id(node)]
+            targets = [node.target] if isinstance(node, (ast.For, ast.AsyncFor)) else \
+                [generator.target for generator in node.generators] if isinstance(
+                    node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)) else []
+            names |= {sub.id for target in targets for sub in ast.walk(target) if isinstance(sub, ast.Name)}
+        return names
+
     def calls_named(self, *names: str, suffix: str | None = None) -> list[ast.Call]:
         return [call for call in self.calls if self.short(call) in names
                 or (suffix is not None and self.short(call).endswith(suffix))]
@@ -456,14 +684,14 @@ class Module:
     def _read_launch_strings(self) -> None:
         for node in self.nodes:
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 4000:
-                if node.value.lstrip().split(" ", 1)[0] in LAUNCHERS or "\n" in node.value:
-                    for offset, tokens in shell_commands(node.value):
-                        launch = parse_launch(tokens, self.path, node.lineno + offset - 1, {})
-                        if launch and launch.launcher != "python" or launch and launch.args:
+                first = node.value.lstrip().split(" ", 1)[0]
+                if launcher_name(first) or first in WRAPPERS or "\n" in node.value:
+                    for launch in launches_in_shell(node.value, self.path, node.lineno):
+                        if launch.launcher != "python" or launch.args:
                             self.launches.append(launch)
             elif isinstance(node, (ast.List, ast.Tuple)) and node.elts:
                 words = [self.const(element) for element in node.elts]
-                if all(isinstance(word, str) for word in words) and os.path.basename(words[0]) in LAUNCHERS:
+                if all(isinstance(word, str) for word in words) and (launcher_name(words[0]) or words[0] in WRAPPERS):
                     launch = parse_launch(list(words), self.path, node.lineno, {})
                     if launch:
                         self.launches.append(launch)
@@ -484,9 +712,26 @@ def is_true(value) -> bool:
 
 # ---------------------------------------------------------------- Transformers rules
 
+def training_arguments(module: Module) -> list[tuple[ast.AST, dict, bool]]:
+    """(node, keywords, complete) per set of training arguments built: TrainingArguments, Seq2SeqTrainingArguments
+    and a project class derived from one, and HfArgumentParser(...).parse_dict({...})."""
+    found = []
+    for call in module.calls:
+        short = module.short(call)
+        if short.endswith("TrainingArguments") or (
+                short in module.names and module.inherits(short, lambda name: name.endswith("TrainingArguments"))):
+            found.append((call, *module.kwargs(call)))
+        elif isinstance(call.func, ast.Attribute) and call.func.attr == "parse_dict":
+            parser = module.resolve(call.func.value)
+            if isinstance(parser, ast.Call) and module.short(parser) == "HfArgumentParser":
+                given = call.args[0] if call.args else module.kwargs(call)[0].get("args", (None,))[0]
+                if given is not None:
+                    found.append((call, *module.mapping(given, call.lineno)))
+    return found
+
+
 def transformers_findings(module: Module, launches: list[Launch]):
-    training_calls = module.calls_named(suffix="TrainingArguments")
-    training = [(call, *module.kwargs(call)) for call in training_calls]
+    training = training_arguments(module)
     for call, kw, complete in training:
         for name, _what, _fix in REMOVED_ARGUMENTS:
             if name in kw:
@@ -505,16 +750,17 @@ def transformers_findings(module: Module, launches: list[Launch]):
         if "tokenizer" in kw:
             yield "trainer-tokenizer", kw["tokenizer"][1], ""
     yield from sequence_classification_findings(module, training, launches)
-    causal = any(CAUSAL_LM.search(name) for name in module.names) or any(
+    names = module.names | set(module.imports.values())  # an aliased import counts by what it stands for
+    causal = any(CAUSAL_LM.search(name) for name in names) or any(
         module.const(module.kwargs(call)[0].get("mlm", (None,))[0]) is False
         for call in module.calls_named("DataCollatorForLanguageModeling"))
-    if causal and not any(MASKED_LM.search(name) for name in module.names):
+    if causal and not any(MASKED_LM.search(name) for name in names):
         yield from causal_lm_findings(module)
     yield from evaluate_findings(module)
     yield from token_label_findings(module)
     yield from resume_findings(module, training, launches)
     yield from load_dataset_findings(module, launches)
-    yield from seq2seq_findings(module, training)
+    yield from seq2seq_findings(module, training, launches)
 
 
 def best_model_findings(module: Module, call: ast.Call, kw: dict, complete: bool):
@@ -541,7 +787,7 @@ def best_model_findings(module: Module, call: ast.Call, kw: dict, complete: bool
                       for steps in (save_steps, eval_steps))
         if numbers and save_steps % eval_steps:
             yield "best-save-not-multiple", line, f"save_steps={save_steps}, eval_steps={eval_steps}"
-        elif numbers and save_steps != eval_steps and "log_history" not in module.names:  # not picking the best itself
+        elif numbers and save_steps != eval_steps and "log_history" not in module.project_names:  # not picking the best itself
             yield "best-unsaved-eval", line, f"save_steps={save_steps}, eval_steps={eval_steps}"
 
 
@@ -550,11 +796,12 @@ def sequence_classification_findings(module: Module, training: list, launches: l
               and module.qualname(node).endswith("ForSequenceClassification")]
     if not models:
         return
-    fixed = any(isinstance(node, ast.Assign) and module.const(node.value) is False and any(
+    fixed = any(any(isinstance(node, ast.Assign) and part.const(node.value) is False and any(
         isinstance(target, ast.Attribute) and target.attr == "accepts_loss_kwargs" for target in node.targets)
-        for node in module.nodes) or any(
-        module.short(call) == "setattr" and len(call.args) == 3 and module.const(call.args[1]) == "accepts_loss_kwargs"
-        for call in module.calls)
+        for node in part.nodes) or any(
+        part.short(call) == "setattr" and len(call.args) == 3 and part.const(call.args[1]) == "accepts_loss_kwargs"
+        for call in part.calls) for part in module.project  # here or in a project module it imports
+        if "accepts_loss_kwargs" in part.names | part.strings)
     if fixed:
         return
     for call, kw, _ in training:
@@ -601,15 +848,22 @@ def causal_lm_findings(module: Module):
 
 def evaluate_findings(module: Module):
     for call in module.calls:
-        if module.qualname(call.func) != "evaluate.load":
+        function = module.qualname(call.func)
+        if function not in ("evaluate.load", "evaluate.combine"):
             continue
         kw, _ = module.kwargs(call)
-        name = module.const(call.args[0] if call.args else kw.get("path", (None,))[0])
-        if not isinstance(name, str) or name.endswith(".py") or name.startswith((".", "/", "~")):
-            continue
-        if (Path(module.path).parent / name).exists():
-            continue
-        yield "evaluate-hub-load", call.lineno, f"evaluate.load({name!r})"
+        given = call.args[0] if call.args else kw.get("path" if function == "evaluate.load" else "evaluations",
+                                                      (None,))[0]
+        if function == "evaluate.combine":  # combine(["accuracy", "f1"]) loads each by name, as load does
+            given = module.resolve(given)
+            given = given.elts if isinstance(given, (ast.List, ast.Tuple, ast.Set)) else \
+                given.values if isinstance(given, ast.Dict) else [given]
+        hub = [name for name in map(module.const, given if isinstance(given, list) else [given])
+               if isinstance(name, str) and not name.endswith(".py") and not name.startswith((".", "/", "~"))
+               and not (Path(module.path).parent / name).exists()]
+        if hub:
+            yield "evaluate-hub-load", call.lineno, f"{function}({hub[0]!r})" if function == "evaluate.load" \
+                else f"{function}({hub!r})"
 
 
 def token_label_findings(module: Module):
@@ -641,41 +895,76 @@ def resume_findings(module: Module, training: list, launches: list[Launch]):
                 resumes.append((call, kw["resume_from_checkpoint"][0]))
     guarded = {id(inner) for node in module.nodes if isinstance(node, (ast.If, ast.IfExp, ast.Try))
                for inner in ast.walk(node) if inner is not node}
-    looks = {"exists", "is_dir", "isdir", "glob", "iterdir", "listdir", "get_last_checkpoint"} & module.names or any(
-        "checkpoint-" in text for text in module.strings)  # the code checks that a checkpoint is there first
+    looks = {"exists", "is_dir", "isdir", "glob", "iterdir", "listdir", "get_last_checkpoint"} & module.project_names \
+        or any("checkpoint-" in text for text in module.project_strings)  # it checks that a checkpoint is there
     for call, value in resumes:
         if module.const(value) is True and id(call) not in guarded and not looks:
             yield "resume-true-unconditional", call.lineno, ""
         last = lambda node: isinstance(node, ast.Call) and module.short(node) == "get_last_checkpoint"  # noqa: E731
-        if module.mentions(value, last) and not any("trainer_state.json" in text for text in module.strings):
+        if module.mentions(value, last) and not any("trainer_state.json" in text for text in module.project_strings):
             yield "resume-unchecked-checkpoint", call.lineno, ""
-    if resumes:
-        steps = {module.const(kw["max_steps"][0]): kw["max_steps"][1] for _, kw, _ in training if "max_steps" in kw}
-        steps.update({module.const(node.value): node.lineno for node in module.nodes if isinstance(node, ast.Assign)
-                      and any(isinstance(target, ast.Attribute) and target.attr == "max_steps"
-                              for target in node.targets)})
+    if not resumes:
+        return
+    # Only arguments that share an output_dir resume each other: a debug and a full configuration that write to
+    # different folders are two runs. A `args.max_steps = N` joins the arguments `args` holds.
+    groups: dict[object, dict] = {}
+    folder_of: dict[int, object] = {}
+    for node, kw, _ in training:
+        folder = module.const(kw["output_dir"][0]) if "output_dir" in kw else "trainer_output"  # 5.x's default
+        if folder is UNKNOWN:
+            folder = ast.dump(kw["output_dir"][0])  # the same expression is the same folder
+        folder_of[id(node)] = folder
+        if "max_steps" in kw:
+            groups.setdefault(folder, {})[module.const(kw["max_steps"][0])] = kw["max_steps"][1]
+    for node in module.nodes:
+        targets = [target for target in getattr(node, "targets", []) if isinstance(node, ast.Assign)
+                   and isinstance(target, ast.Attribute) and target.attr == "max_steps"]
+        for target in targets:
+            holder = module.resolve(target.value)
+            folder = folder_of.get(id(holder), next(iter(groups)) if len(groups) == 1 else None)
+            if folder is not None:
+                groups.setdefault(folder, {})[module.const(node.value)] = node.lineno
+    for steps in groups.values():
         steps.pop(UNKNOWN, None)
         if len(steps) > 1:
             yield "resume-changed-max-steps", max(steps.values()), f"max_steps {sorted(steps)}"
 
 
+def offline_settings(module: Module) -> list[tuple[int, str, object]]:
+    """(line, variable, value) per offline variable the module sets: os.environ["HF_HUB_OFFLINE"] = "1",
+    setdefault(...), update(...), putenv(...)."""
+    found: list[tuple[int, str, object]] = []
+    for node in module.nodes if set(OFFLINE_NAMES) & module.strings else []:
+        pairs = []
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Subscript):
+            pairs = [(node.targets[0].slice, node.value)]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                "setdefault", "putenv", "update", "__setitem__"):
+            if node.func.attr == "update":
+                pairs = [(ast.Constant(key), value) for key, (value, _) in module.kwargs(node)[0].items()]
+                pairs += [(key, value) for arg in node.args if isinstance(arg, ast.Dict)
+                          for key, value in zip(arg.keys, arg.values) if key]
+            elif node.args:
+                pairs = [(node.args[0], node.args[1] if len(node.args) > 1 else None)]
+        for key, value in pairs:
+            if module.const(key) in OFFLINE_NAMES:
+                found.append((node.lineno, module.const(key), module.const(value)))
+    return found
+
+
 def load_dataset_findings(module: Module, launches: list[Launch]):
-    if any(launch.env.get(name) == "1" for launch in launches for name in OFFLINE_NAMES):
-        return
     imports = [node.lineno for node in module.nodes if (isinstance(node, ast.Import) and any(
         alias.name.split(".")[0] == "datasets" for alias in node.names)) or (
         isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "datasets")]
-    first_import = min(imports, default=0)
-    for node in module.nodes:  # os.environ["HF_HUB_OFFLINE"] = "1", setdefault(...), update(...), putenv(...)
-        texts = []
-        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Subscript):
-            texts = [module.const(node.targets[0].slice)]
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
-                "setdefault", "putenv", "update", "__setitem__"):
-            texts = [module.const(arg) for arg in node.args[:1]] + [key for key in module.kwargs(node)[0]]
-            texts += [module.const(key) for arg in node.args if isinstance(arg, ast.Dict) for key in arg.keys if key]
-        if any(text in OFFLINE_NAMES for text in texts) and node.lineno < (first_import or 10**9):
-            return
+    first_import = min(imports, default=0) or 10**9
+    settings = [(name, value) for line, name, value in offline_settings(module) if line < first_import]
+    settings += [(name, value) for line, imported in module.imported if line < first_import  # import setup_env
+                 for _, name, value in offline_settings(imported)]
+    settings += [(name, launch.env[name]) for launch in launches for name in OFFLINE_NAMES if name in launch.env]
+    # datasets reads HF_DATASETS_OFFLINE when it is set, else HF_HUB_OFFLINE; either is on only for 1/on/yes/true
+    if any(offline_value(value) for _, value in settings) and not any(
+            name == "HF_DATASETS_OFFLINE" and not offline_value(value) for name, value in settings):
+        return
     local_builders = {"json", "csv", "text", "parquet", "arrow", "pandas", "imagefolder", "audiofolder", "xml", "sql",
                       "webdataset"}
     for call in module.calls:
@@ -688,11 +977,16 @@ def load_dataset_findings(module: Module, launches: list[Launch]):
             yield "load-dataset-online", call.lineno, ""
 
 
-def seq2seq_findings(module: Module, training: list):
+def seq2seq_findings(module: Module, training: list, launches: list[Launch]):
     for call, kw, complete in training:
         if is_true(module.const(kw.get("predict_with_generate", (None,))[0])) and complete and \
                 "generation_max_length" not in kw and "generation_config" not in kw:
             yield "generate-max-length", kw["predict_with_generate"][1], ""
+    for launch in launches:  # --predict_with_generate on the command line, the length neither there nor in the code
+        if is_true(launch.flag("predict_with_generate")) and launch.flag("generation_max_length") is None and \
+                launch.flag("generation_config") is None and not {"generation_max_length", "generation_config"} & (
+                    module.project_names | module.project_strings):
+            yield "generate-max-length", launch, "--predict_with_generate on the command line"
     if not any(isinstance(call.func, ast.Attribute) and call.func.attr == "predict" for call in module.calls):
         return
     for call in module.calls_named("Trainer"):
@@ -706,9 +1000,104 @@ def seq2seq_findings(module: Module, training: list):
 
 WALL_CLOCK = re.compile(r"^\s*(\d+(\.\d*)?\s*(h|hr|m|min|s|sec|d)\s*)+$", re.I)
 TIME_STRING = re.compile(r"^\s*[0-9.eE+-]+\s*([a-zA-Z]+)\s*$")
+TIME_UNITS = {"ITERATION": "iter", "EPOCH": "ep", "BATCH": "ba", "SAMPLE": "sp", "TOKEN": "tok", "DURATION": "dur",
+              "SECOND": "sec"}  # composer.core.TimeUnit
+PADDING = {"attention_mask", "pad_sequence", "padding_value", "pad_token_id", "DataCollatorWithPadding",
+           "DataCollatorForLanguageModeling", "DataCollatorForSeq2Seq", "DataCollatorForTokenClassification"}
+ITERABLE = ("IterableDataset", "StreamingDataset", "StreamingTextDataset", "WebDataset", "DataPipe",
+            "IterDataPipe", "IterableDatasetDict")  # a sampler does not apply: the dataset shards itself
+SCORED_MODELS = ("ComposerClassifier", "HuggingFaceModel", "MMDetModel")  # they define get_metrics
 
 
-def composer_findings(module: Module, launches: list[Launch], device: str):
+def duration_text(module: Module, node: ast.AST | None):
+    """A Composer duration as a time string: "2iter" for "2iter", Time(2, TimeUnit.ITERATION), Time(2, "iter"),
+    Time.from_iteration(2) or Time.from_timestring("2iter"); UNKNOWN otherwise."""
+    value = module.const(node)
+    node = module.resolve(node)
+    if isinstance(value, str) or not isinstance(node, ast.Call):
+        return value
+    function = module.qualname(node.func).rsplit(".", 2)
+    kw, _ = module.kwargs(node)
+    if function[-1] == "Time":
+        amount = module.const(node.args[0] if node.args else kw.get("value", (None,))[0])
+        unit = node.args[1] if len(node.args) > 1 else kw.get("unit", (None,))[0]
+        unit = TIME_UNITS.get(unit.attr) if isinstance(unit, ast.Attribute) else module.const(unit)
+        return f"{amount}{unit}" if isinstance(unit, str) and isinstance(amount, (int, float)) else UNKNOWN
+    if len(function) > 1 and function[-2] == "Time" and function[-1].startswith("from_"):
+        given = module.const(node.args[0]) if node.args else UNKNOWN
+        if function[-1] in ("from_timestring", "from_input"):
+            return given
+        unit = {"from_timedelta": "sec"}.get(function[-1]) or TIME_UNITS.get(function[-1][5:].upper())
+        return f"{given if isinstance(given, (int, float)) else 1}{unit}" if unit else UNKNOWN
+    return UNKNOWN
+
+
+def dataloaders(module: Module, node: ast.AST | None, depth: int = 0) -> list[ast.Call] | None:
+    """The DataLoader(...) calls a train_dataloader or eval_dataloader value reads, through DataSpec, Evaluator,
+    lists and dicts of DataSpec arguments; None when some cannot be told."""
+    node = module.resolve(node)
+    if node is None or depth > 4:
+        return None
+    if isinstance(node, (ast.List, ast.Tuple)):
+        found = [dataloaders(module, element, depth + 1) for element in node.elts]
+        return None if None in found else [call for part in found for call in part]
+    if isinstance(node, ast.ListComp):
+        return dataloaders(module, node.elt, depth + 1)
+    if isinstance(node, ast.Dict):
+        inner, _ = module.mapping(node, 10**9)
+        return dataloaders(module, inner.get("dataloader", (None,))[0], depth + 1)
+    if not isinstance(node, ast.Call):
+        return None
+    short, (kw, _) = module.short(node), module.kwargs(node)
+    if short == "DataLoader":
+        return [node]
+    if short in ("DataSpec", "Evaluator"):  # DataSpec(dataloader, ...), Evaluator(label, dataloader, ...)
+        position = 1 if short == "Evaluator" else 0
+        given = node.args[position] if len(node.args) > position else kw.get("dataloader", (None,))[0]
+        return dataloaders(module, given, depth + 1)
+    return None
+
+
+def iterable_dataset(module: Module, node: ast.AST | None, depth: int = 0) -> bool:
+    """Whether a DataLoader's dataset is iterable (torch IterableDataset or a class derived from one, a streaming
+    Hugging Face dataset, mosaicml-streaming, webdataset): each rank gets its shard from the dataset, not a
+    sampler. A streaming= value that cannot be read counts as streaming."""
+    node = module.resolve(node)
+    if depth > 6:
+        return False
+    if isinstance(node, ast.Subscript):  # load_dataset(..., streaming=True)["train"]
+        return iterable_dataset(module, node.value, depth + 1)
+    if not isinstance(node, ast.Call):
+        return False
+    short = module.short(node)
+    if module.inherits(short, lambda name: name in ITERABLE or name.endswith("IterableDataset")) or \
+            short in ("to_iterable_dataset", "split_dataset_by_node"):
+        return True
+    if short == "load_dataset" and "streaming" in module.kwargs(node)[0]:
+        return module.const(module.kwargs(node)[0]["streaming"][0]) is not False
+    if isinstance(node.func, ast.Attribute) and short in ("map", "filter", "shuffle", "take", "skip", "batch",
+                                                         "with_format", "select_columns", "rename_column",
+                                                         "remove_columns", "from_generator"):
+        return iterable_dataset(module, node.func.value, depth + 1) or module.qualname(node.func.value).endswith(
+            "IterableDataset")
+    return False
+
+
+def tokens_counted(module: Module) -> str | None:
+    """Why a tok duration is miscounted without get_num_tokens_in_batch, or None when Composer counts it right:
+    Composer counts input_ids.numel() of dict batches (padding included), else dataset.max_seq_len per sample,
+    else nothing. The batches' keys and padding are looked for in this module and the project modules it
+    imports."""
+    names = module.project_names | module.project_strings
+    padded = PADDING & names or any(isinstance(node, ast.keyword) and node.arg == "padding" and part.const(
+        node.value) not in (False, "do_not_pad") for part in module.project if "padding" in part.names
+        for node in part.nodes)
+    if "input_ids" in names or "max_seq_len" in names:
+        return "input_ids counted with their padding" if padded else None
+    return "no input_ids key or max_seq_len seen here: with neither, no token is counted"
+
+
+def composer_findings(module: Module, launches: list[Launch], device: str, several_jobs: str = ""):
     trainers = [call for call in module.calls_named("Trainer")
                 if not module.qualname(call.func).startswith("transformers")]
     for launch in launches:
@@ -722,22 +1111,33 @@ def composer_findings(module: Module, launches: list[Launch], device: str):
         value = lambda name, default=None: module.const(kw[name][0]) if name in kw else default  # noqa: E731
         if call.args:
             yield "positional-trainer", call.lineno, ""
-        duration = value("max_duration")
+        duration = duration_text(module, kw["max_duration"][0]) if "max_duration" in kw else None
         if isinstance(duration, str):
             unit = TIME_STRING.match(duration)
             if WALL_CLOCK.match(duration) or (unit and unit[1].lower() in ("iter", "dur")):
                 yield "duration-unit", kw["max_duration"][1], f"max_duration={duration!r}"
-            elif unit and unit[1].lower() == "tok" and "get_num_tokens_in_batch" not in module.names:
-                yield "tok-uncounted", kw["max_duration"][1], f"max_duration={duration!r}"
+            elif unit and unit[1].lower() == "tok" and "get_num_tokens_in_batch" not in module.project_names:
+                why = tokens_counted(module)
+                if why:
+                    yield "tok-uncounted", kw["max_duration"][1], f"max_duration={duration!r}: {why}"
         head = {"load_ignore_keys" in kw, value("load_strict_model_weights") is False,
                 value("load_weights_only") is True}
         if "load_path" in kw and ("load_ignore_keys" in kw or value("load_strict_model_weights") is False) and \
                 head != {True}:
             yield "changed-head-load", kw["load_path"][1], ""
         if value("autoresume") is True:
+            run_name = value("run_name")
             if complete and "run_name" not in kw:
                 yield "autoresume-no-run-name", kw["autoresume"][1], ""
-            elif "run_name" in kw and "save_folder" in kw and value("run_name") is UNKNOWN:
+            elif isinstance(run_name, str) and isinstance(value("save_folder"), str):
+                looped = module.loop_variables(call)  # Trainers built in a loop over what differs between them
+                varied = sorted(name for name in looped if any(module.mentions(
+                    node, lambda sub: isinstance(sub, ast.Name) and sub.id in looped)
+                    for key, (node, _) in kw.items() if key not in ("run_name", "save_folder")))
+                why = several_jobs or (f"a Trainer per value of {varied[0]} in a loop" if varied else "")
+                if why:
+                    yield "autoresume-shared-folder", kw["run_name"][1], f"run_name={run_name!r} in every job: {why}"
+            elif "run_name" in kw and "save_folder" in kw and run_name is UNKNOWN:
                 run_name = ast.dump(kw["run_name"][0])
                 own = lambda node: (isinstance(node, ast.Constant) and isinstance(node.value, str)  # noqa: E731
                                     and "{run_name}" in node.value) or ast.dump(node) == run_name
@@ -757,17 +1157,27 @@ def composer_findings(module: Module, launches: list[Launch], device: str):
             yield "no-optimizer", call.lineno, ""
         resumes = value("autoresume") is True or ("load_path" in kw and value("load_path") is not None
                                                   and value("load_weights_only") is not True)
-        for loader in shuffled if resumes else []:
-            yield "shuffle-resume", loader.lineno, ""
-        train = module.resolve(kw["train_dataloader"][0]) if "train_dataloader" in kw else None
-        if multi_process and isinstance(train, ast.Call) and module.short(train) == "DataLoader":
-            loader_kw, loader_complete = module.kwargs(train)
-            if loader_complete and not {"sampler", "batch_sampler"} & set(loader_kw) and len(train.args) < 3:
-                yield "loader-without-sampler", train.lineno, ""
+        train = dataloaders(module, kw["train_dataloader"][0]) if "train_dataloader" in kw else None
+        if resumes:  # the train loader's order matters; an eval loader's does not
+            resumed = train
+            if resumed is None:  # the train loader cannot be told: every shuffled loader but the eval ones
+                evaluation = [dataloaders(module, kw["eval_dataloader"][0]) or []] if "eval_dataloader" in kw else []
+                evaluation += [dataloaders(module, evaluator) or [] for evaluator in module.calls_named("Evaluator")]
+                skip = {id(loader) for loaders in evaluation for loader in loaders}
+                resumed = [loader for loader in shuffled if id(loader) not in skip]
+            for loader in resumed:
+                if loader in shuffled:
+                    yield "shuffle-resume", loader.lineno, ""
+        for loader in (train or []) if multi_process else []:
+            loader_kw, loader_complete = module.kwargs(loader)
+            dataset = loader.args[0] if loader.args else loader_kw.get("dataset", (None,))[0]
+            if loader_complete and not {"sampler", "batch_sampler"} & set(loader_kw) and len(loader.args) < 3 and \
+                    not iterable_dataset(module, dataset):
+                yield "loader-without-sampler", loader.lineno, ""
         model = module.resolve(kw["model"][0]) if "model" in kw else None
         if ("eval_dataloader" in kw or module.calls_named("Evaluator")) and isinstance(model, ast.Call) and \
-                module.short(model) not in ("ComposerClassifier", "HuggingFaceModel", "MMDetModel") and \
-                "get_metrics" not in module.names:
+                not module.inherits(module.short(model), lambda name: name in SCORED_MODELS) and \
+                "get_metrics" not in module.project_names:
             yield "eval-without-metrics", kw["model"][1], f"{module.short(model)}() defines no get_metrics here"
 
 
@@ -790,7 +1200,7 @@ def skill_name() -> str | None:
     return match[1] if match else None
 
 
-SKIP_DIRS = {"__pycache__", "node_modules", "site-packages", "venv", ".venv"}
+SKIP_DIRS = {"__pycache__", "node_modules", "site-packages", "dist-packages", "venv", ".venv"}
 
 
 def input_files(paths: list[str]) -> list[Path]:
@@ -830,10 +1240,117 @@ def read(path: Path) -> str:
     return data.decode("utf-8-sig")  # a UTF-8 byte-order mark is valid Python
 
 
+def shown(path: str) -> str:
+    """A path as a check name or an error line shows it: as it is, or as a Python string literal (repr) when it
+    holds ':', '@', a quote, a backslash or a character that is not printable (a newline), so that one finding stays
+    one line and RULE@PATH:LINE splits at the first '@' and the last ':'."""
+    return repr(path) if not path.isprintable() or any(char in path for char in ":@'\"\\") else path
+
+
+MAX_FOUND_MODULES = 40  # project modules read from disk because a given file imports them, per run
+MAX_FOUND_BYTES = 1_000_000  # a larger one is a library's, not the project's
+MAX_PROJECT = 40  # project modules looked through for one module
+
+
+class Project:
+    """The Python files of one run, indexed by resolved path: a launch finds the file it runs, and a module the
+    project modules it imports (given in the run, or found next to the importing file), in one lookup each."""
+
+    def __init__(self, modules: dict[str, Module]):
+        self.resolved: dict[str, Path] = {}
+        self.given: dict[Path, Module] = {}
+        for module in modules.values():
+            self.given.setdefault(self.resolve(module.path), module)
+        self.files: dict[Path, Module | None] = dict(self.given)  # every file looked at, by resolved path
+        self.at: dict[str, Module | None] = {}  # the same, by the path as written
+        self.imports: dict[int, list[tuple[int, Module]]] = {}
+        self.found = 0
+
+    def resolve(self, path: str | Path) -> Path:
+        key = str(path)
+        if key not in self.resolved:
+            try:
+                self.resolved[key] = Path(key).resolve()
+            except (OSError, RuntimeError):  # a loop of links
+                self.resolved[key] = Path(os.path.abspath(key))
+        return self.resolved[key]
+
+    def launched(self, launch: Launch) -> Module | None:
+        """The given module a launch runs: its script relative to the launching file's folder, or to the folder
+        the checker runs in."""
+        for candidate in (Path(launch.path).parent / launch.script, Path(launch.script)):
+            module = self.given.get(self.resolve(candidate))
+            if module is not None:
+                return module
+        return None
+
+    def module_at(self, file: Path) -> Module | None:
+        key = str(file)
+        if key not in self.at:
+            self.at[key] = None
+            if os.path.isfile(key):  # most imports are of libraries: one stat, then nothing
+                real = self.resolve(file)
+                if real not in self.files:
+                    self.files[real] = None
+                    if self.found < MAX_FOUND_MODULES and os.path.getsize(key) <= MAX_FOUND_BYTES and \
+                            not SKIP_DIRS & set(real.parts):  # a library's files are not the project
+                        self.found += 1
+                        try:
+                            self.files[real] = Module(key, ast.parse(read(file), filename=key), read_launches=False)
+                        except (OSError, UnicodeDecodeError, ValueError, SyntaxError, RecursionError, MemoryError):
+                            pass  # not given: a file next to it that cannot be read is no error of this run
+                self.at[key] = self.files[real]
+        return self.at[key]
+
+    def imports_of(self, module: Module) -> list[tuple[int, Module]]:
+        """(line, module) per project module that ``module`` imports: a .py file or package of that name in the
+        importing file's folder (or above it, for a package's absolute imports)."""
+        if id(module) in self.imports:
+            return self.imports[id(module)]
+        folder = Path(module.path).parent
+        roots = [folder]
+        while (roots[-1] / "__init__.py").is_file() and len(roots) < 5:
+            roots.append(roots[-1].parent)
+        found = []
+        for node in module.nodes:
+            candidates = []
+            if isinstance(node, ast.Import):
+                candidates = [root.joinpath(*alias.name.split(".")) for alias in node.names for root in roots]
+            elif isinstance(node, ast.ImportFrom) and node.level <= len(folder.parents) + 1:
+                bases = ([folder.parents[node.level - 2]] if node.level > 1 else [folder]) if node.level else roots
+                for base in bases:
+                    package = base.joinpath(*node.module.split(".")) if node.module else base
+                    candidates += [package, *(package / alias.name for alias in node.names if alias.name != "*")]
+            for candidate in candidates:
+                for file in ([candidate.with_name(candidate.name + ".py")] if candidate.name else []) + [
+                        candidate / "__init__.py"]:
+                    imported = self.module_at(file)
+                    if imported is not None and imported is not module:
+                        found.append((node.lineno, imported))
+        self.imports[id(module)] = found
+        return found
+
+    def link(self, module: Module) -> None:
+        """Set ``module.project`` to it and the project modules it imports, directly or through each other."""
+        module.imported = self.imports_of(module)
+        seen, queue = {id(module)}, [imported for _, imported in module.imported]
+        while queue and len(module.project) < MAX_PROJECT:
+            imported = queue.pop(0)
+            if id(imported) not in seen:
+                seen.add(id(imported))
+                module.project.append(imported)
+                queue += [further for _, further in self.imports_of(imported)]
+
+
 def check_sources(sources: dict[str, str], skill: str, device: str) -> tuple[list[Finding], list[str]]:
     """Findings for ``sources`` (display path -> text; a path ending in .sh/.bash is a shell script) and the files
     that could not be parsed, each with why."""
-    findings, broken, modules, shell_launches = [], [], {}, []
+    findings, broken = check_all(sources, skill, device)
+    return findings, list(broken.values())
+
+
+def check_all(sources: dict[str, str], skill: str, device: str) -> tuple[list[Finding], dict[str, str]]:
+    findings, broken, modules, shell_launches = [], {}, {}, []
     for path, text in sources.items():
         if is_shell(Path(path), text):
             shell_launches += launches_in_shell(text, path)
@@ -841,27 +1358,42 @@ def check_sources(sources: dict[str, str], skill: str, device: str) -> tuple[lis
         try:
             modules[path] = Module(path, ast.parse(text, filename=path))
         except SyntaxError as exc:
-            broken.append(f"{path}:{exc.lineno or 1}: does not parse as Python ({exc.msg})")
+            broken[path] = f"{shown(path)}:{exc.lineno or 1}: does not parse as Python ({' '.join(str(exc.msg).split())})"
         except (ValueError, RecursionError, MemoryError) as exc:
-            broken.append(f"{path}: does not parse as Python ({type(exc).__name__}: {exc})")
+            broken[path] = f"{shown(path)}: does not parse as Python ({type(exc).__name__}: {' '.join(str(exc).split())})"
+    project = Project(modules)
+    launches_of: dict[int, list[Launch]] = {}  # a module -> the launches that run it, from any file of the run
+    unattached = []
+    for launch in shell_launches + [launch for module in modules.values() for launch in module.launches]:
+        target = project.launched(launch)
+        if target is not None:
+            launches_of.setdefault(id(target), []).append(launch)
+        elif launch.path not in modules:
+            unattached.append(launch)
+        if skill == TF and launch.launcher == "accelerate" and launch.option("--cpu") is not None and \
+                (launch.processes or 1) > 1:  # a rule about the launch alone, whatever it runs
+            findings.append(Finding("accelerate-cpu-processes", launch.path, launch.line, ""))
     for path, module in modules.items():
-        launched = [launch for launch in shell_launches if launch.script and launches_file(launch, path)]
-        launches = module.launches + launched
+        try:
+            project.link(module)
+        except RecursionError:
+            pass
+        runs = launches_of.get(id(module), [])
+        launches = module.launches + [launch for launch in runs if launch.path != path]
+        several = next((f"{shown(launch.path)}:{launch.line}: {launch.several}" for launch in runs if launch.several),
+                       "") or (f"launched with other arguments at {', '.join(f'{shown(launch.path)}:{launch.line}' for launch in runs)}"
+                               if len({launch.job() for launch in runs}) > 1 else "")
         try:  # the rules walk expressions recursively: a pathological one must not crash the run
             found = list(transformers_findings(module, launches) if skill == TF
-                         else composer_findings(module, launches, device))
+                         else composer_findings(module, launches, device, several))
         except RecursionError:
-            broken.append(f"{path}: an expression is nested too deeply to check")
+            broken[path] = f"{shown(path)}: an expression is nested too deeply to check"
             continue
         for rule, where, note in found:
             where_path, line = (where.path, where.line) if isinstance(where, Launch) else (path, where)
             findings.append(Finding(rule, where_path, line, note))
-    for launch in shell_launches + [launch for module in modules.values() for launch in module.launches]:
-        if skill == TF and launch.launcher == "accelerate" and launch.option("--cpu") is not None and \
-                (launch.processes or 1) > 1:  # a rule about the launch alone, whatever it runs
-            findings.append(Finding("accelerate-cpu-processes", launch.path, launch.line, ""))
-        if launch.path not in modules and not any(launches_file(launch, path) for path in modules):
-            findings += unattached_launch_findings(launch, skill)
+    for launch in unattached:
+        findings += unattached_launch_findings(launch, skill)
     unique = {(f.rule, f.path, f.line): f for f in findings}
     return sorted(unique.values(), key=lambda f: (f.path, f.line, f.rule)), broken
 
@@ -873,21 +1405,14 @@ def unattached_launch_findings(launch: Launch, skill: str) -> list[Finding]:
     return [Finding(rule, launch.path, launch.line, note) for rule, _where, note in found]
 
 
-def launches_file(launch: Launch, path: str) -> bool:
-    script = Path(launch.script)
-    candidates = {(Path(launch.path).parent / script).resolve(), script.resolve()}
-    return Path(path).resolve() in candidates
-
-
 def body(run) -> None:
     skill = skill_name()
     if skill not in (TF, CP):
         raise SmokeError(f"no skill found above {HERE} (its SKILL.md names the rules to run): run the copy in a "
                          "skill's scripts folder, python skills/<skill>/scripts/trap_check.py", EXIT_USAGE)
-    device = run.args.device
-    if device == "gpu" and not gpu_visible():
-        raise SmokeError("--device gpu was requested but CUDA is not available on this machine", EXIT_NO_DEVICE)
-    run.device = device if device != "auto" else ("gpu" if gpu_visible() else "cpu")
+    # --device names the device the checked code runs on, not this machine's: nothing runs here, so gpu is never
+    # refused (no exit 4); auto is a GPU when one is visible here
+    run.device = run.args.device if run.args.device != "auto" else ("gpu" if gpu_visible() else "cpu")
     if not run.args.paths:
         raise SmokeError("give the Python files, shell scripts or folders to check (see --help)", EXIT_USAGE)
     sources, unreadable = {}, []
@@ -895,10 +1420,11 @@ def body(run) -> None:
         try:
             sources[str(path)] = read(path)
         except (OSError, UnicodeDecodeError, ValueError) as exc:
-            unreadable.append(f"{path}: cannot be read ({getattr(exc, 'strerror', None) or exc})")
+            reason = " ".join(str(getattr(exc, "strerror", None) or exc).split())
+            unreadable.append(f"{shown(str(path))}: cannot be read ({reason})")
     if not sources and not unreadable:
         raise SmokeError(f"no .py, .sh or .bash file under {', '.join(map(repr, run.args.paths))}", EXIT_USAGE)
-    findings, broken = check_sources(sources, skill, run.device)
+    findings, broken = check_all(sources, skill, run.device)
     rules = {rule.id: rule for rule in RULES if rule.skill == skill}
     by_path: dict[str, list[Finding]] = {}
     for finding in findings:
@@ -907,22 +1433,34 @@ def body(run) -> None:
         if path in by_path:
             for finding in by_path[path]:
                 rule = rules[finding.rule]
-                note = f" ({finding.note})" if finding.note else ""
-                run.check(f"{finding.rule}@{path}:{finding.line}", False,
+                note = f" ({' '.join(finding.note.split())})" if finding.note else ""
+                run.check(f"{finding.rule}@{shown(path)}:{finding.line}", False,
                           f"{rule.what}{note} Fix: {rule.fix}. See: {rule.see}")
-        elif not any(text.startswith(f"{path}:") for text in broken):
-            run.check(f"clean@{path}", True, f"no trap of the {len(rules)} rules of {skill}")
+        elif path not in broken:
+            run.check(f"clean@{shown(path)}", True, f"no trap of the {len(rules)} rules of {skill}")
     if broken or unreadable:
-        raise SmokeError("; ".join([*unreadable, *broken]) + ": fix the file or leave it out", EXIT_USAGE)
+        raise SmokeError("; ".join([*unreadable, *broken.values()]) + ": fix the file or leave it out", EXIT_USAGE)
+
+
+NAMES_HELP = ("each trap found is one [FAIL] line on stderr named RULE@PATH:LINE (a clean file: clean@PATH), with "
+              "what goes wrong, the fix and the section to read, and exit 1; --json gives the same names as checks. "
+              "A PATH that holds ':', '@', a quote, a backslash or a character that is not printable is written as "
+              "a Python string literal, so a name splits at its first '@' and its last ':'")
+NO_DEVICE_LINE = "  4  the requested device is not there (--device gpu without CUDA)"
+
+
+def make_parser():
+    paragraphs = __doc__.split("\n\n")
+    parser = build_parser(SCRIPT, "\n\n".join(paragraphs[:3]), f"python scripts/{SCRIPT} train.py launch.sh\n\n"
+                          + "\n".join(textwrap.wrap(NAMES_HELP, 110)))
+    parser.epilog = parser.epilog.replace(NO_DEVICE_LINE, "  4  never: --device gpu names the device the checked code "
+                                          "runs on, which this machine need not have")
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="Python files, shell scripts or folders to read")
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    paragraphs = __doc__.split("\n\n")
-    parser = build_parser(SCRIPT, "\n\n".join(paragraphs[:3]), f"python scripts/{SCRIPT} train.py launch.sh\n\n"
-                          "exit 1 here means a trap was found: each is one [FAIL] line on stderr with the rule, the "
-                          "file and line, what goes wrong, the fix and the section to read")
-    parser.add_argument("paths", nargs="*", metavar="PATH", help="Python files, shell scripts or folders to read")
-    return run_main(SCRIPT, parser, body, [], argv)
+    return run_main(SCRIPT, make_parser(), body, [], argv)
 
 
 if __name__ == "__main__":

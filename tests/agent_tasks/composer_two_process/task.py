@@ -7,6 +7,7 @@ imports Composer once per rank (15-40 s on a 2-core machine); the training scrip
 from __future__ import annotations
 
 import ast
+import re
 import shlex
 import socket
 from pathlib import Path
@@ -23,6 +24,25 @@ def make_fixture(data: Path) -> None:
     cp_kit.save_tensors(data / "train.pt", cp_kit.classification_tensors(SAMPLES, 3, seed=13))
 
 
+PYTHON = re.compile(r"(.*/)?python(3(\.\d+)?)?")
+MODULE_LAUNCHERS = {"composer.cli.launcher": "composer", "torch.distributed.run": "torchrun"}
+
+
+def launch_words(command: str) -> list[str]:
+    """The words of the command that runs solution.py, from its launcher on: earlier commands (`mkdir ... &&`),
+    variable assignments and `env` dropped; `python -m composer.cli.launcher` read as `composer`."""
+    words = shlex.split(command)
+    for index in range(len(words) - 1, -1, -1):  # the last command before solution.py
+        if words[index] in ("&&", ";", "||") and "solution.py" in words[index + 1:]:
+            words = words[index + 1:]
+            break
+    while words and (words[0] == "env" or re.fullmatch(r"[A-Za-z_]\w*=.*", words[0])):
+        words = words[1:]
+    if len(words) > 2 and PYTHON.fullmatch(words[0]) and words[1] == "-m" and words[2] in MODULE_LAUNCHERS:
+        words = [MODULE_LAUNCHERS[words[2]], *words[3:]]
+    return words
+
+
 def launch_problem(source: str) -> str | None:
     """Why the LAUNCH string would not start 2 processes of solution.py on a CPU machine, or None."""
     constants = [node.value.value for node in ast.parse(source).body if isinstance(node, ast.Assign)
@@ -30,12 +50,10 @@ def launch_problem(source: str) -> str | None:
                  and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)]
     if not constants:
         return "no LAUNCH = \"...\" string at the top level of solution.py"
-    words = shlex.split(constants[0])
+    words = launch_words(constants[0])
     if "solution.py" not in words:
         return f"{constants[0]!r} does not run solution.py"
     flags = {"composer": ("-n", "--nproc"), "torchrun": ("--nproc_per_node", "--nproc-per-node")}.get(words[0])
-    if words[:3] == ["python", "-m", "torch.distributed.run"]:
-        flags = flags or ("--nproc_per_node", "--nproc-per-node")
     if flags is None:
         return f"{constants[0]!r}: launch with composer or torchrun"
     count = None

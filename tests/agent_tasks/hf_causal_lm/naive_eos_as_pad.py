@@ -1,6 +1,6 @@
 """Naive: the pad token the no-pad error message suggests, tokenizer.pad_token = tokenizer.eos_token.
 
-Trap: pad_token_is_not_eos, true_perplexity
+Trap: eos_is_trained, true_perplexity
 Detail: leaves out every </s>
 """
 

@@ -66,22 +66,26 @@ def grade(ctx) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     out = ctx.work / "out"
-    if not ctx.ran(ctx.run(out)):
-        return ctx.skip("pad_token_is_not_eos", "true_perplexity")
+    fixture_tokenizer = AutoTokenizer.from_pretrained(ctx.data / "model")  # the ids every solution trains on
+    run = ctx.run(out, watch_target=fixture_tokenizer.eos_token_id)
+    if not ctx.ran(run):
+        return ctx.skip("eos_is_trained", "true_perplexity")
     try:
         tokenizer = AutoTokenizer.from_pretrained(out / "final")
         model = AutoModelForCausalLM.from_pretrained(out / "final")
     except OSError as error:
-        return ctx.check("pad_token_is_not_eos", False, f"OUT/final: {error}"), ctx.skip("true_perplexity")
-    ctx.check("pad_token_is_not_eos", tokenizer.pad_token is not None and tokenizer.pad_token != tokenizer.eos_token,
-              f"OUT/final's tokenizer: pad_token {tokenizer.pad_token!r}, eos_token {tokenizer.eos_token!r}"
-              + (": the collator sets every real </s> label to -100" if tokenizer.pad_token == tokenizer.eos_token
-                 else ""))
+        return ctx.check("eos_is_trained", False, f"OUT/final: {error}"), ctx.skip("true_perplexity")
+    eos_targets, trained_targets = run.targets or (0, 0)
+    if trained_targets:  # what the training losses saw: every line ends in </s>, so some targets must be </s>
+        ctx.check("eos_is_trained", eos_targets > 0, f"{eos_targets} of the {trained_targets} trained targets are </s>"
+                  + ("" if eos_targets else ": every real </s> label was set to -100 (the pad token is </s>?)"))
+    else:  # a loss without torch's cross_entropy: judge by the saved tokenizer
+        ctx.check("eos_is_trained", tokenizer.pad_token is not None and tokenizer.pad_token != tokenizer.eos_token,
+                  f"OUT/final's tokenizer: pad_token {tokenizer.pad_token!r}, eos_token {tokenizer.eos_token!r}")
     metrics = ctx.read_json(out / "metrics.json", "true_perplexity")
     if metrics is None:
         return
     reported = metrics.get("perplexity")
-    fixture_tokenizer = AutoTokenizer.from_pretrained(ctx.data / "model")  # the ids every solution trains on
     losses = token_losses(model, fixture_tokenizer, (ctx.data / "eval.txt").read_text().splitlines())
     true = math.exp(sum(loss for loss, *_ in losses) / sum(count for _, count, *_ in losses))
     without_eos = math.exp(sum(loss - eos for loss, _, eos, _ in losses) / sum(n - k for _, n, _, k in losses))

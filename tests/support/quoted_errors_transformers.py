@@ -13,41 +13,10 @@ import shutil
 import sys
 from pathlib import Path
 
-from conftest import CUDA, run_once, run_python, session_tmp_path_factory
-from quoted_errors import produces, raised
-
-
-def tiny_classifier(**config):
-    from transformers import AutoConfig, AutoModelForSequenceClassification
-
-    sizes = dict(vocab_size=16, hidden_size=8, num_hidden_layers=1, num_attention_heads=1, intermediate_size=8,
-                 max_position_embeddings=16, num_labels=2)
-    return AutoModelForSequenceClassification.from_config(AutoConfig.for_model("bert", **{**sizes, **config}))
-
-
-def rows(count: int = 8, length: int = 4) -> list[dict]:
-    import torch
-
-    generator = torch.Generator().manual_seed(0)
-    ids = torch.randint(1, 16, (count, length), generator=generator)
-    return [{"input_ids": row, "labels": index % 2} for index, row in enumerate(ids)]
-
-
-def arguments(tmp: Path, **extra):
-    from transformers import TrainingArguments
-
-    settings = dict(output_dir=str(tmp / "out"), per_device_train_batch_size=4, max_steps=2, report_to="none",
-                    use_cpu=True, save_strategy="no", disable_tqdm=True)
-    return TrainingArguments(**{**settings, **extra})
-
-
-def word_tokenizer(**special):
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    backend = Tokenizer(models.WordLevel({"[UNK]": 0, "</s>": 1, "a": 2, "b": 3, "c": 4}, unk_token="[UNK]"))
-    backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]", **special)
+from .harness import CUDA, run_python
+from .quoted_errors import produces, raised
+from .shared_runs import run_once, session_tmp_path_factory
+from .transformers_kit import arguments, rows, text_dataset, tiny_classifier, word_tokenizer
 
 
 @produces("removed-training-argument")
@@ -153,14 +122,6 @@ def _(tmp):
 
     tokenizer = word_tokenizer(eos_token="</s>", pad_token="</s>")
     return raised(lambda: DataCollatorForLanguageModeling(tokenizer)([tokenizer("a b c")]))
-
-
-def text_dataset(label_column: str):
-    from datasets import Dataset
-
-    tokenizer = word_tokenizer(pad_token="[UNK]")
-    data = Dataset.from_dict({"text": ["a b", "c", "a c b", "b"], label_column: [0, 1, 0, 1]})
-    return tokenizer, data.map(lambda batch: tokenizer(batch["text"]), batched=True)
 
 
 @produces("no-loss-returned")
@@ -304,7 +265,7 @@ for variables in map(json.loads, sys.argv[2:]):
         if os.waitpid(pid, 0)[1]:
             sys.exit(f"the {call} probe with {variables} failed")
 """
-METRIC_MODULE = Path(__file__).resolve().parent.parent / "skills/transformers-training/assets/accuracy_metric.py"
+METRIC_MODULE = Path(__file__).resolve().parent.parent.parent / "skills/transformers-training/assets/accuracy_metric.py"
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1"}
 PROBED_ENVIRONMENTS = [OFFLINE, *({name: value} for name, value in OFFLINE.items()), {}]
 
@@ -331,10 +292,10 @@ def _(tmp):
     return evaluate_offline_probe("hub_name")[0]
 
 
-if __name__ == "__main__":  # print every message, to write or refresh the quotes
+if __name__ == "__main__":  # cd tests && python -m support.quoted_errors_transformers: every message, for the quotes
     import tempfile
 
-    from quoted_errors import PRODUCERS
+    from .quoted_errors import PRODUCERS
 
     for error_id, producer in PRODUCERS.items():
         print(f"{error_id}:\n  {producer(Path(tempfile.mkdtemp()))}", file=sys.stderr)

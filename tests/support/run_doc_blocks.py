@@ -1,7 +1,7 @@
 """Run the runnable python blocks of Markdown files: each file's blocks in order in one fresh namespace, like a
 notebook, in its own scratch copy of the skill folder (or of the bundle's docs and scripts for bundle docs).
 
-Usage: python tests/run_doc_blocks.py WORK DOC.md [DOC.md ...]   (run by tests/test_docs_execute.py)
+Usage: python tests/support/run_doc_blocks.py WORK DOC.md [DOC.md ...]   (run by tests/test_docs_execute.py)
 All files of one skill share this process, so the library imports are paid once; the working directory and the
 environment are restored between files, and a failing file does not stop the next. One line per file on stdout:
 ``DOC-RESULT {"doc": ..., "ok": ..., "blocks": [...], "error": ...}``.
@@ -15,8 +15,8 @@ import time
 import traceback
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from docs import REPO, runnable_blocks  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: run by path, `support` is a package there
+from support.docs import REPO, runnable_blocks  # noqa: E402
 
 
 def scratch_copy(doc: Path, target: Path) -> Path:

@@ -1,5 +1,5 @@
 """Tiny Composer models, loaders and trainers for the tests (imports are lazy, so collection does not import
-composer): tests/test_composer_claims.py and the quoted-error producers share them."""
+composer): the Composer tests and the quoted-error producers share them."""
 
 
 def loader(samples=16, batch_size=4, shuffle=False):
@@ -30,3 +30,8 @@ def trainer(model=None, **settings):
                 device="cpu", progress_bar=False, seed=5)  # Composer's logic is the same on every device
     base.update(settings)
     return Trainer(**base)
+
+
+def weights(of):
+    """A copy of a trainer's model parameters, to compare runs."""
+    return [parameter.detach().clone() for parameter in of.state.model.parameters()]

@@ -3,7 +3,7 @@
 Each makes the installed library raise the real error, in-process and without launching any training.
 """
 
-from quoted_errors import produces, raised
+from .quoted_errors import produces, raised
 
 
 @produces("composer-launcher-log-folder-missing")

@@ -1,7 +1,7 @@
-"""Run smoke scripts' ``main(argv)`` many times in one process (conftest.ScriptWorker drives it), for tests that would
+"""Run smoke scripts' ``main(argv)`` many times in one process (harness.ScriptWorker drives it), for tests that would
 otherwise start a process, and pay the library import, per argument list: tests/test_bad_input.py and others.
 
-Usage: python script_worker.py SCRIPTS_DIR (one skill's scripts: their sibling imports, such as
+Usage: python tests/support/script_worker.py SCRIPTS_DIR (one skill's scripts: their sibling imports, such as
 ``from train_smoke import ...``, resolve there). Reads one JSON request per line on stdin, answers one JSON line:
   {"op": "options", "script": "x.py"}             -> {"options": [{"flags", "kind", "choices"}, ...]}  (its parser)
   {"script": "x.py", "argv": [...], "cwd": "..."} -> {"code", "stdout", "stderr"}  (``code`` is "raised: <traceback>"
@@ -47,22 +47,16 @@ def option_kind(action: argparse.Action) -> str:
     return "path" if action.type is Path else "text"
 
 
+def parser_of(module) -> argparse.ArgumentParser:
+    """The parser the script's main() parses with: every script builds it in ``make_parser()``."""
+    return module.make_parser()
+
+
 def options(module) -> list[dict]:
-    """The script's own flags, read from the parser its main() builds (main is stopped before parsing)."""
-    captured = {}
-
-    def capture(script, parser, *args, **kwargs):
-        captured["parser"] = parser
-        return 0
-
-    real, module.run_main = module.run_main, capture
-    try:
-        module.main([])
-    finally:
-        module.run_main = real
+    """The script's own flags, read from its parser."""
     return [{"flags": action.option_strings, "kind": option_kind(action),
              "choices": list(action.choices) if action.choices else None}
-            for action in captured["parser"]._actions
+            for action in parser_of(module)._actions
             if action.option_strings and action.help != argparse.SUPPRESS and action.dest != "help"]
 
 

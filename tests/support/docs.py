@@ -4,12 +4,12 @@ Conventions the gates rely on (``references/smoke-script-contract.md`` documents
 - A ```python or ```bash block runs in the suite unless the nearest text line above it starts with
   ``Not run here:`` (visible to readers, with the reason), e.g. ``_Not run here: needs 8 GPUs._``.
 - Python blocks of one document run in order and share one namespace, like a notebook; the documents of one skill
-  run one after another in one process (tests/run_doc_blocks.py), each with a fresh namespace.
+  run one after another in one process (tests/support/run_doc_blocks.py), each with a fresh namespace.
 - Bash blocks run one at a time in a scratch copy of the skill folder (so relative ``scripts/...`` paths work
   and nothing is written into the repository), with the suite's Python first on PATH; a block of skill-script
-  commands that are canonical runs (conftest.CANONICAL_RUNS) is proven by those shared runs.
+  commands that are canonical runs (shared_runs.CANONICAL_RUNS) is proven by those shared runs.
 - A troubleshooting entry quotes a real error message in a ```error <id> block; ``...`` elides a part.
-  ``tests/quoted_errors_*.py`` holds a producer for each id that makes the installed library raise it.
+  ``tests/support/quoted_errors_*.py`` holds a producer for each id that makes the installed library raise it.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parent.parent.parent
 FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<info>[^`\n]*)$")
 NOT_RUN = re.compile(r"^[\s>*_]*Not run here:\s*(?P<reason>.+?)[\s*_]*$")
 RUNNABLE = {"python": "python", "py": "python", "bash": "bash", "sh": "bash", "shell": "bash"}

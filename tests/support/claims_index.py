@@ -5,9 +5,9 @@ One entry: (document, phrase, proofs). The phrase is copied verbatim from one li
 the document: grep the document for it to find the line, grep this file for a phrase of a line to find its proofs.
 A proof is one of
     tests/<file>.py::<test>[<param id>]   a test function (the id is optional)
-    error:<id>                            a quoted ```error <id> block (reproduced by tests/quoted_errors_*.py)
+    error:<id>                            a quoted ```error <id> block (reproduced by tests/support/quoted_errors_*.py)
     block:<phrase>                        the one runnable code block of the document holding <phrase>
-    check:<skill>/<script>.py:<name>      a check of that script's canonical run (conftest.CANONICAL_RUNS)
+    check:<skill>/<script>.py:<name>      a check of that script's canonical run (support.shared_runs.CANONICAL_RUNS)
 """
 
 CS = "skills/composer-training/SKILL.md"
@@ -195,7 +195,7 @@ CLAIMS = [
         REMOVED + "[include_inputs_for_metrics]", TA + "test_replacement_fields_exist"]),
     (TS, "| `save_safetensors=`, `use_mps_device=`, `push_to_hub_token=` |", [
         REMOVED + "[save_safetensors]", REMOVED + "[use_mps_device]", REMOVED + "[push_to_hub_token]",
-        TA + "test_replacement_fields_exist", TSC + "test_checkpoint_smoke"]),
+        TA + "test_replacement_fields_exist", TSC + "test_a_checkpoint_holds_weights_training_state_and_tokenizer"]),
     (TS, "| `Trainer(tokenizer=tok)` | `Trainer(processing_class=tok)` |", [
         "error:trainer-tokenizer-keyword", TA + "test_default_collator_depends_on_processing_class"]),
     (TS, "| `gradient_checkpointing=True` | `activation_checkpointing=True`", [
@@ -211,7 +211,7 @@ CLAIMS = [
     (TS, "| `math.exp(eval_loss)` as causal-LM perplexity |", [
         ST + "test_gpt2_eval_loss_counts_each_rows_first_token", ST + "test_recipe_perplexity_is_the_per_token_perplexity"]),
     (TS, "| resuming with a larger `max_steps` |", [
-        TSC + "test_checkpoint_smoke", "check:transformers-training/checkpoint_smoke.py:resume.larger_max_steps.first_learning_rate"]),
+        TSC + "test_resuming_with_a_larger_max_steps_starts_at_learning_rate_0", "check:transformers-training/checkpoint_smoke.py:resume.larger_max_steps.first_learning_rate"]),
     (TS, "| `gradient_accumulation_steps=N` with a `*ForSequenceClassification` model |", [
         TA + "test_gradient_accumulation_inflates_sequence_classification_loss",
         TP + "test_accumulation_doubles_loss_and_gradient_but_adamw_barely_changes_its_update",
@@ -220,10 +220,11 @@ CLAIMS = [
         FDT + "test_missing_optimizer_or_scheduler_restarts_both_silently",
         FDT + "test_missing_rng_state_resumes_silently_but_not_reproducibly"]),
     (TS, "| `save_total_limit=1` with `load_best_model_at_end` |", [
-        TSC + "test_checkpoint_smoke",
+        TSC + "test_save_total_limit_1_keeps_only_the_best_checkpoint",
         "check:transformers-training/checkpoint_smoke.py:best.only_best_kept_with_save_total_limit_1"]),
     (TS, "| `generation_max_length=8` with `predict_with_generate` |", [
-        TP + "test_predict_with_generate_writes_the_generation_defaults_into_the_model", TSC + "test_train_smoke"]),
+        TP + "test_predict_with_generate_writes_the_generation_defaults_into_the_model",
+        TSC + "test_seq2seq_predictions_are_padded_to_generation_config_max_length"]),
     (TS, "| `accelerate launch --cpu --num_processes 2` |", [
         DT + "test_accelerate_launch_cpu_with_two_processes_starts_one"]),
     (TS, "| DDP on 2 processes with a sequence-classification head |", [
@@ -260,7 +261,8 @@ CLAIMS = [
         TA + "test_a_hub_name_with_one_offline_variable_alone_still_reaches_for_the_network"]),
     (TT, "The multiple rule is not enough, and nothing says so.", [
         ST + "test_best_evaluation_on_an_unsaved_step_is_never_loaded",
-        ST + "test_saving_at_every_improving_evaluation_loads_the_best", "block:assert best_saved_step == 20"]),
+        ST + "test_saving_at_every_improving_evaluation_loads_the_best", "block:assert best_saved_step == 20",
+        "tests/test_agent_questions_transformers.py::test_a_stale_checkpoint_of_an_earlier_run_is_loaded_as_the_best"]),
     (TT, "No labels reached the model.", [
         "error:no-loss-returned", UB + "test_label_names_does_not_fix_a_label_column_named_otherwise",
         TP + "test_token_classification_collator_keeps_label_and_the_others_rename_it",
@@ -276,10 +278,11 @@ CLAIMS = [
         "error:no-checkpoint-in-output-dir", TA + "test_resume_helpers"]),
     (TT, "The folder holds no model weights.", ["error:no-checkpoint-at-path", TA + "test_resume_helpers"]),
     (TT, "Resumed, but the learning rate looks wrong", [
-        TSC + "test_checkpoint_smoke", "check:transformers-training/checkpoint_smoke.py:resume.larger_max_steps.first_learning_rate",
+        TSC + "test_resuming_with_a_larger_max_steps_starts_at_learning_rate_0", "check:transformers-training/checkpoint_smoke.py:resume.larger_max_steps.first_learning_rate",
         TA + "test_save_only_model_checkpoint_resumes_with_a_fresh_schedule"]),
     (TT, "Rerun the same script with the same `output_dir`, `max_steps` and seed", [
-        FDT + "test_killed_after_checkpoint_resumes_bit_exact"]),
+        FDT + "test_killed_after_checkpoint_resumes_bit_exact",
+        "tests/test_agent_questions_transformers.py::test_the_last_step_is_saved_and_resuming_a_finished_run"]),
     (TT, "- The run died before its first checkpoint", ["error:no-checkpoint-in-output-dir"]),
     (TT, "- The kill landed while a checkpoint was being written.", [
         FDT + "test_killed_while_saving_leaves_a_checkpoint_without_trainer_state", FDT + "test_trainer_state_is_written_last",
@@ -315,4 +318,131 @@ CLAIMS = [
         TP + "test_ddp_scales_the_eval_loss_too_so_only_a_one_process_reference_shows_it",
         DT + "test_sequence_classification_loss_is_scaled_by_rank_count_until_fixed"]),
     (TT, "The script came from the `main` branch.", ["error:example-script-needs-newer-transformers"]),
+]
+
+# ---- transformers-training references/questions.md (proofs: tests/test_agent_questions_transformers.py)
+TQ = "skills/transformers-training/references/questions.md"
+XQ = "tests/test_agent_questions_transformers.py::"
+FOOTPRINT = XQ + "test_what_a_run_writes_outside_output_dir"
+FRESH_RUN = XQ + "test_a_fresh_run_in_a_used_output_dir_keeps_and_resumes_the_old_checkpoints"
+LIST_DATA = XQ + "test_a_list_of_dicts_trains_groups_by_length_and_resumes_bit_exact"
+LAST_STEP = XQ + "test_the_last_step_is_saved_and_resuming_a_finished_run"
+DDP_EVAL = XQ + "test_ddp_evaluation_without_a_network_and_with_an_uneven_eval_set"
+OPTIMIZER = XQ + "test_the_default_optimizer_and_fused_adamw_on_cpu"
+TEXT_TARGET = XQ + "test_text_target_puts_the_target_ids_in_labels"
+CLAIMS += [
+    (TQ, "- Code to read a config from a JSON file with another name", [
+        XQ + "test_a_config_loads_from_a_json_file_of_any_name"]),
+    (TQ, "- `HF_HUB_OFFLINE`, `local_files_only` or a cache variable", [FOOTPRINT]),
+    (TQ, "- A `Dataset`, or a dataset class, for data held in memory", [LIST_DATA]),
+    (TQ, "- A save call for the last step", [LAST_STEP]),
+    (TQ, "- An `optim` choice for a CPU run", [OPTIMIZER]),
+    (TQ, "- Label code for seq2seq", [TEXT_TARGET]),
+    (TQ, "- Gathering or de-duplicating predictions under DDP", [DDP_EVAL]),
+    (TQ, "takes the path of a JSON file as well as a folder", [
+        XQ + "test_a_config_loads_from_a_json_file_of_any_name", 'block:AutoConfig.from_pretrained("tiny-gpt2.json")']),
+    (TQ, "that stale folder is loaded as the best", [
+        ST + "test_best_evaluation_on_an_unsaved_step_is_never_loaded",
+        XQ + "test_a_stale_checkpoint_of_an_earlier_run_is_loaded_as_the_best"]),
+    (TQ, "The first of equal scores wins", [XQ + "test_of_equal_best_scores_the_first_wins"]),
+    (TQ, "The Trainer neither clears the folder nor refuses it.", [
+        FRESH_RUN, XQ + "test_a_stale_checkpoint_of_an_earlier_run_is_loaded_as_the_best",
+        "block:shutil.rmtree(args.output_dir"]),
+    (TQ, "No. A list of dicts is a", [
+        LIST_DATA, FOOTPRINT, ST + "test_load_dataset_from_a_local_file_looks_up_s3_unless_told_not_to"]),
+    (TQ, "Measured with `HOME`, `TMPDIR`", [FOOTPRINT]),
+    (TQ, "| `from_pretrained` of a local model folder", [FOOTPRINT]),
+    (TQ, "| `Trainer.train()` with checkpoints and evaluation", [FOOTPRINT]),
+    (TQ, "| an Arrow copy and lock files", [FOOTPRINT]),
+    (TQ, '| `evaluate.load("accuracy_metric.py")` (a local file)', [FOOTPRINT]),
+    (TQ, "| importing `Trainer`, torch 2.7 |", [
+        FOOTPRINT, XQ + "test_a_killed_process_leaves_what_importing_trainer_put_in_tmpdir"]),
+    (TQ, "| importing `Trainer`, torch 2.13 |", [FOOTPRINT]),
+    (TQ, "Without `HF_HOME` those caches go to", [FOOTPRINT]),
+    (TQ, "`exp(eval_loss)` is not the perplexity of a causal LM", [
+        ST + "test_gpt2_eval_loss_counts_each_rows_first_token", ST + "test_recipe_perplexity_is_the_per_token_perplexity"]),
+    (TQ, "GPT-2's `forward` takes `token_type_ids`", [
+        XQ + "test_token_type_ids_shift_every_gpt2_position_and_reach_it_through_trainer"]),
+    (TQ, "New vocabulary: for a model built from a config", [
+        XQ + "test_resize_token_embeddings_starts_new_rows_at_the_mean_of_the_old"]),
+    (TQ, "Yes, not only the logs.", [
+        XQ + "test_loss_type_for_causal_lm_scales_the_training_gradient_and_is_read_at_init",
+        ST + "test_gpt2_training_loss_uses_the_same_count"]),
+    (TQ, "Only if its post-processor or its constructor says so.", [
+        XQ + "test_special_tokens_are_added_only_by_a_post_processor_or_add_bos_token"]),
+    (TQ, "writes whatever `trainer.model` is at that moment", [XQ + "test_save_model_saves_whatever_trainer_model_is"]),
+    (TQ, "Yes: at the last step the Trainer saves", [LAST_STEP]),
+    (TQ, "does not skip a torn newest checkpoint", [
+        FDT + "test_killed_while_saving_leaves_a_checkpoint_without_trainer_state",
+        FDT + "test_trainer_state_is_written_last", FDT + "test_deleting_the_incomplete_checkpoint_resumes_bit_exact",
+        "error:resume-incomplete-checkpoint"]),
+    (TQ, "Resuming a run that already reached `max_steps`", [LAST_STEP, "block:def finished(output_dir, max_steps)"]),
+    (TQ, "`Trainer(...)` reads `model.accepts_loss_kwargs` once", [
+        XQ + "test_accepts_loss_kwargs_is_read_at_init_and_divides_once"]),
+    (TQ, "still works in 5.24: it puts the target ids", [TEXT_TARGET]),
+    (TQ, "`trainer.predict` returns each sample once, in dataset order", [DDP_EVAL]),
+    (TQ, "`torchrun --standalone` sets `MASTER_ADDR`", [DDP_EVAL]),
+    (TQ, "`optim` defaults to `adamw_torch` on torch 2.7", [OPTIMIZER, TA + "test_optim_default_depends_on_torch_version"]),
+]
+
+
+# ---- composer-training references/questions.md (proofs: tests/test_agent_questions_composer.py)
+CQ = "skills/composer-training/references/questions.md"
+AQ = "tests/test_agent_questions_composer.py::"
+REPAIR = "test_the_repair_fixes_every_state_a_kill_leaves_and_the_relaunch_ends_bitwise_equal"
+REPLAY = "test_a_resume_replays_one_batch_per_finished_epoch_and_the_current_epoch"
+UNSPUN = "test_spin_dataloaders_false_retrains_the_epoch_from_its_start_and_changes_the_result"
+ONE_FILE = "test_an_interval_save_and_the_end_of_training_save_write_one_file"
+CONSTANT_LR = "test_without_schedulers_the_learning_rate_stays_the_optimizers"
+ONLY_SAVE_FOLDER = "test_a_run_leaves_files_only_in_save_folder"
+FINISHED = "test_a_finished_run_relaunched_raises_at_fit_and_the_timestamp_guard_skips_it"
+BIT_EXACT = "test_a_resume_is_bit_exact_on_cpu_without_deterministic_algorithms"
+F1 = "test_f1_comes_from_torchmetrics_which_composer_requires_and_scikit_learn_is_not_needed"
+BRACES = "test_save_folder_is_formatted_and_a_literal_brace_breaks_the_autoresume_relaunch"
+CLAIMS += [
+    (CQ, "- A `token_type` parameter on a token counter", [
+        AQ + "test_a_token_counter_gets_the_batch_alone_and_must_return_an_int"]),
+    (CQ, "- A `resolve()` of `latest-rank0.pt` before passing it", [
+        AQ + "test_load_path_can_be_the_latest_link_and_autoresume_loads_through_it"]),
+    (CQ, "- A search of the folder for an older checkpoint", [AQ + REPAIR]),
+    (CQ, "- Code that skips the batches a resumed run already trained on", [AQ + REPLAY, AQ + UNSPUN]),
+    (CQ, "- A check that the end-of-training save does not repeat", [AQ + ONE_FILE]),
+    (CQ, "- A constant scheduler: with no `schedulers`", [AQ + CONSTANT_LR]),
+    (CQ, "- Clean-up of temporary files, caches or the working directory", [
+        AQ + ONLY_SAVE_FOLDER, AQ + "test_a_killed_run_leaves_torchs_temporary_folder_in_tmpdir"]),
+    (CQ, "- A `try`/`except ValueError` around `fit()`", [AQ + FINISHED]),
+    (CQ, "- `torch.use_deterministic_algorithms(True)` or `deterministic_mode=True`", [AQ + BIT_EXACT]),
+    (CQ, "- scikit-learn or `evaluate` for an F1 score", [AQ + F1]),
+    (CQ, "calls `count(batch)` with the batch alone", [
+        AQ + "test_a_token_counter_gets_the_batch_alone_and_must_return_an_int", "error:token-counter-returns-tensor",
+        "block:def count_tokens(batch):"]),
+    (CQ, "The counter returned `batch[\"attention_mask\"].sum()` (a tensor).", ["error:token-counter-returns-tensor"]),
+    (CQ, "Yes: pass the link itself; Composer loads the file it points to.", [
+        AQ + "test_load_path_can_be_the_latest_link_and_autoresume_loads_through_it"]),
+    (CQ, "Autoresume never looks for another checkpoint", [AQ + REPAIR]),
+    (CQ, "| checkpoints up to N, the link on N |", [AQ + REPAIR]),
+    (CQ, "| a torn N (cut short while written), the link on N-1 |", [AQ + REPAIR, "error:autoresume-torn-checkpoint"]),
+    (CQ, "| a complete N, the link still on N-1 |", [AQ + REPAIR]),
+    (CQ, "| no link, or a link to nothing |", [AQ + REPAIR]),
+    (CQ, "The shortest repair covers every row", [AQ + REPAIR, "block:def repair_before_relaunch(save_folder):"]),
+    (CQ, "Not needed: `save_overwrite=True` (with the link missing", [AQ + REPAIR]),
+    (CQ, "Before its first step a resumed run reads and drops", [AQ + REPLAY]),
+    (CQ, "`spin_dataloaders=False` skips the replay", [AQ + UNSPUN]),
+    (CQ, "Composer formats `save_folder` with `str.format`", [AQ + BRACES, "error:save-folder-lone-brace"]),
+    (CQ, "A literal brace in the folder name also breaks autoresume", [
+        AQ + BRACES, "error:save-folder-brace-autoresume"]),
+    (CQ, "Fix for both: no braces in folder names", [AQ + BRACES]),
+    (CQ, "mosaicml requires torchmetrics, not scikit-learn", [AQ + F1, "block:MulticlassF1Score(num_classes=3"]),
+    (CQ, "No. A batch gets one checkpoint file at most", [AQ + ONE_FILE]),
+    (CQ, "Yes. Composer adds no scheduler", [AQ + CONSTANT_LR]),
+    (CQ, "No file is left outside it.", [AQ + ONLY_SAVE_FOLDER]),
+    (CQ, "A killed run is the exception: importing Composer makes torch create", [
+        AQ + "test_a_killed_run_leaves_torchs_temporary_folder_in_tmpdir"]),
+    (CQ, "`Trainer(...)` loads the last checkpoint, whose timestamp equals", [
+        AQ + FINISHED, "error:max-duration-elapsed", "block:if job.state.timestamp < job.state.max_duration:"]),
+    (CQ, "All exist in 0.32.1", [AQ + "test_the_names_exist_and_trainer_seed_acts_after_the_model_is_built",
+                                 CC + "test_trainer_defaults_the_skill_states", "block:seed_all(0)  # random"]),
+    (CQ, "On CPU, yes: with an unshuffled loader, dropout and Adam", [
+        AQ + BIT_EXACT,
+        HC + "test_a_random_sampler_resumes_inside_a_later_epoch_bit_exact_only_if_training_draws_no_random_numbers"]),
 ]

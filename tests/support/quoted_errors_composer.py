@@ -6,8 +6,8 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
-from composer_kit import classifier as _classifier, loader as _loader, trainer as _trainer
-from quoted_errors import produces, raised
+from .composer_kit import classifier as _classifier, loader as _loader, trainer as _trainer
+from .quoted_errors import produces, raised
 
 
 def _checkpoint(tmp: Path, batches: int = 3) -> Path:
@@ -319,3 +319,29 @@ def _(tmp):
     path = tmp / "weights.pt"
     torch.save(_classifier().state_dict(), path)
     return raised(lambda: _load(path))
+
+
+# ---- references/questions.md ----
+
+@produces("token-counter-returns-tensor")
+def _(tmp):
+    from composer.core import DataSpec
+
+    spec = DataSpec(_loader(), get_num_tokens_in_batch=lambda batch: batch[0].new_tensor(7))
+    return raised(lambda: _trainer(train_dataloader=spec, max_duration="1ba").fit())
+
+
+@produces("save-folder-lone-brace")
+def _(tmp):
+    return raised(lambda: _trainer(max_duration="1ba", save_folder=str(tmp / "runs{")))
+
+
+@produces("save-folder-brace-autoresume")
+def _(tmp):
+    def job():
+        return _trainer(max_duration="2ba", autoresume=True, run_name="job", save_folder=str(tmp / "runs{x}"))
+
+    first = job()
+    first.fit(duration="1ba")
+    first.close()
+    return raised(job)

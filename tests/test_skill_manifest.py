@@ -1,0 +1,70 @@
+"""skills.toml, the one table of per-skill facts (read through scripts/skill_manifest.py): it has an entry for every
+skill folder and for nothing else, pyproject.toml and the Makefile agree with it, and a new skill needs only its
+entry and its folder."""
+
+import re
+import shutil
+import tomllib
+
+from support.harness import REPO, run_python, skill_dirs
+from support.manifest import LEGS, SKILLS, TEST_EXTRA, deselected, install_extras
+
+PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
+NEW_SKILL_ENTRY = """
+[skills.peft-training]
+packages = ["transformers", "torch"]
+legs = ["default", "latest"]
+extra = "transformers"
+baseline-import = "import transformers"
+"""
+
+
+def distribution(requirement: str) -> str:
+    return re.match(r"[A-Za-z0-9_.-]+", requirement)[0]
+
+
+def marker_expression(pytest_command: str) -> str:
+    match = re.search(r'-m "([^"]*)"', pytest_command)
+    return match[1] if match else ""
+
+
+def test_every_skill_folder_has_an_entry_and_every_entry_a_folder():
+    assert set(SKILLS) == {path.name for path in skill_dirs()}, "skills.toml: one [skills.<folder>] per skill folder"
+
+
+def test_extras_and_markers_are_pyprojects():
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    markers = {line.split(":")[0] for line in PYPROJECT["tool"]["pytest"]["ini_options"]["markers"]}
+    assert TEST_EXTRA in extras
+    for skill in SKILLS.values():
+        ranged = {distribution(requirement) for requirement in extras[skill.extra]}
+        assert set(skill.packages) <= ranged, f"{skill.name}: its extra {skill.extra!r} has no range for some packages"
+        assert skill.marker in markers | {None}, f"{skill.name}: register the {skill.marker} marker in pyproject.toml"
+
+
+def test_the_makefile_installs_and_deselects_what_the_manifest_says():
+    makefile = (REPO / "Makefile").read_text()
+    for leg in LEGS.values():
+        constraints = leg.constraints.relative_to(REPO)
+        installs = re.findall(rf"-c {re.escape(str(constraints))} '\.\[([^\]]*)\]'", makefile)
+        assert installs == [",".join(install_extras(leg.name))], f"the {leg.name} leg's pip line in the Makefile"
+        suites = re.findall(rf"^\t{re.escape(leg.venv.name)}/bin/python -m pytest .*$", makefile, flags=re.M)
+        assert {marker_expression(suite) for suite in suites} == {deselected(leg.name)}, suites
+
+
+def test_a_new_skill_needs_only_its_entry_and_its_folder(tmp_path):
+    """The bundle tools pick a third skill up from skills.toml: here sync_inline_metadata.py writes its headers."""
+    bundle = tmp_path / "bundle"
+    for folder in ("scripts", "skills", "skill_common", "constraints"):
+        shutil.copytree(REPO / folder, bundle / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (bundle / "skills.toml").write_text((REPO / "skills.toml").read_text() + NEW_SKILL_ENTRY)
+    shutil.copytree(bundle / "skills" / "transformers-training", bundle / "skills" / "peft-training")
+    sync = str(bundle / "scripts" / "sync_inline_metadata.py")
+
+    stale = run_python([sync, "--check"], tmp_path / "check")
+    assert stale.returncode == 1 and stale.stderr_lines, stale.stderr
+    assert all(line.startswith("stale: skills/peft-training/") for line in stale.stderr_lines), stale.stderr
+    assert run_python([sync], tmp_path / "sync").returncode == 0
+    assert run_python([sync, "--check"], tmp_path / "recheck").returncode == 0
+    header = (bundle / "skills" / "peft-training" / "scripts" / "train_smoke.py").read_text()
+    assert '#     "transformers==' in header and '"accelerate==' not in header
