@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 import shutil
 import sys
 import textwrap
@@ -91,6 +92,9 @@ def test_a_token_counter_gets_the_batch_alone_and_must_return_an_int():
     assert fails_with(lambda batch: torch.tensor(7)) == (
         "ValueError: Unexpected return type from get_num_tokens_in_batch: <class 'torch.Tensor'>")
     assert "numpy.int64" in fails_with(lambda batch: numpy.int64(7))
+    assert fails_with(lambda batch: 7.0) == "ValueError: Unexpected return type from get_num_tokens_in_batch: " \
+                                            "<class 'float'>"
+    assert fails_with(lambda batch: {"total": torch.tensor(7)}) == "no error"  # a dict's values are not checked
 
     def two(batch, token_type):
         return 7
@@ -118,21 +122,59 @@ def finished(tmp_path_factory):
 
 def test_a_finished_run_relaunched_raises_at_fit_and_the_timestamp_guard_skips_it(finished):
     folder, launch = finished
+    run_is_finished = _doc_function("run_is_finished")
     again = launch()
     assert int(again.state.timestamp.batch) == 4 and not again.state.timestamp < again.state.max_duration
+    assert run_is_finished(again)
     error = _error(again.fit)
     assert error.startswith("ValueError: The max_duration (4ba) is less than or equal to the elapsed training "
                             "duration (4ba)"), error
     again.close()
     guarded = launch()
-    if guarded.state.timestamp < guarded.state.max_duration:  # the guard of questions.md
+    if not run_is_finished(guarded):  # the guard of questions.md
         guarded.fit()
     guarded.close()
     assert sorted(path.name for path in folder.iterdir()) == ["ep0-ba2-rank0.pt", "ep0-ba4-rank0.pt",
                                                                "latest-rank0.pt"]
     fresh = trainer(max_duration="4ba", autoresume=True, run_name="new", save_folder=str(folder.parent / "{run_name}"))
-    assert fresh.state.timestamp < fresh.state.max_duration  # an unfinished (here: new) run still trains
+    assert not run_is_finished(fresh)  # an unfinished (here: new) run still trains
     fresh.close()
+
+
+def _epoch_job(root, dataset=None):
+    """2 epochs of 4 batches, saved every batch: the last checkpoint is ep1-ba8, at epoch 1's last batch."""
+    from torch.utils.data import DataLoader
+
+    return trainer(max_duration="2ep", autoresume=True, run_name="job", save_folder=str(root / "{run_name}"),
+                   save_interval="1ba", train_dataloader=DataLoader(dataset or _Counting(), batch_size=4))
+
+
+def test_a_finished_epoch_run_saved_by_a_batch_interval_refits_its_last_epoch_unless_guarded(tmp_path):
+    import warnings
+
+    run_is_finished = _doc_function("run_is_finished")
+    first = _epoch_job(tmp_path)
+    assert not run_is_finished(first)
+    first.fit()
+    first.close()
+    folder = tmp_path / "job"
+    assert (folder / "latest-rank0.pt").readlink().name == "ep1-ba8-rank0.pt"
+    guarded = _epoch_job(tmp_path)
+    assert (int(guarded.state.timestamp.epoch), int(guarded.state.timestamp.batch)) == (1, 8)
+    assert guarded.state.timestamp < guarded.state.max_duration  # Composer's condition alone: not reached
+    assert run_is_finished(guarded)
+    guarded.close()
+    dataset = _Counting()
+    unguarded = _epoch_job(tmp_path, dataset)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        unguarded.fit()  # raises nothing
+    unguarded.close()
+    assert any("No batches were trained for global rank 0" in str(warning.message) for warning in caught)
+    assert dataset.reads == [0, 1, 2, 3] + list(range(16))  # the spin's one batch of epoch 0, then all of epoch 1
+    assert int(unguarded.state.timestamp.batch) == 8 and int(unguarded.state.timestamp.epoch) == 2
+    assert {"ep1-ba8-rank0.pt", "ep2-ba8-rank0.pt"} <= {path.name for path in folder.iterdir()}
+    assert (folder / "latest-rank0.pt").readlink().name == "ep2-ba8-rank0.pt"
 
 
 def test_load_path_can_be_the_latest_link_and_autoresume_loads_through_it(finished, tmp_path):
@@ -214,7 +256,10 @@ def test_the_repair_fixes_every_state_a_kill_leaves_and_the_relaunch_ends_bitwis
         if error:
             relaunch = job(root)
             assert int(relaunch.state.timestamp.batch) == start, name  # never an older checkpoint than the link's
-            assert error in _error(relaunch.fit), name
+            raised = _error(relaunch.fit)
+            assert raised.startswith("FileExistsError: ") and error in raised, name
+            named = Path(raised.removeprefix("FileExistsError: ").split(" may conflict")[0])
+            assert named.parent == folder and named.is_file() and named.name.startswith("ep0-ba"), raised
             relaunch.close()
         if name == "no-link":  # what the repair is not: save_overwrite=True restarts and overwrites, silently
             shutil.copytree(root, tmp_path / "overwritten", symlinks=True)
@@ -232,6 +277,40 @@ def test_the_repair_fixes_every_state_a_kill_leaves_and_the_relaunch_ends_bitwis
         repaired.close()
         assert int(repaired.state.timestamp.batch) == 4 and _equal(straight, repaired), name
         assert (folder / "ep0-ba3-rank0.pt.partial").exists() == (name == "torn"), name
+
+
+def test_the_repair_links_the_newest_checkpoint_by_epoch_then_batch(tmp_path, monkeypatch):
+    """Two files of one batch (ep1-ba8 and ep2-ba8, from relaunching a run finished at an epoch's last batch): the
+    repair links the later epoch whatever order the folder lists them in; a link to the earlier one fails."""
+    from torch.utils.data import DataLoader
+
+    repair = _doc_function("repair_before_relaunch")
+    straight = trainer(max_duration="2ep", train_dataloader=DataLoader(_Counting(), batch_size=4))
+    straight.fit()
+    for launch in range(2):  # the second launch, unguarded, saves batch 8 again as ep2-ba8
+        job = _epoch_job(tmp_path / "base")
+        job.fit()
+        job.close()
+    wrong = tmp_path / "wrong"
+    shutil.copytree(tmp_path / "base", wrong, symlinks=True)
+    (wrong / "job" / "latest-rank0.pt").unlink()
+    (wrong / "job" / "latest-rank0.pt").symlink_to("ep1-ba8-rank0.pt")
+    relaunch = _epoch_job(wrong)
+    assert _error(relaunch.fit).startswith(f"FileExistsError: {wrong / 'job' / 'ep2-ba8-rank0.pt'} may conflict")
+    relaunch.close()
+    listed = Path.glob
+    for order in (False, True):
+        root = tmp_path / f"listed-{order}"
+        shutil.copytree(tmp_path / "base", root, symlinks=True)
+        (root / "job" / "latest-rank0.pt").unlink()
+        monkeypatch.setattr(Path, "glob", lambda self, pattern, order=order: iter(
+            sorted(listed(self, pattern), key=lambda path: path.name, reverse=order)))
+        repair(root / "job")
+        monkeypatch.undo()
+        assert (root / "job" / "latest-rank0.pt").readlink().name == "ep2-ba8-rank0.pt", order
+        repaired = _epoch_job(root)
+        assert _doc_function("run_is_finished")(repaired) and _equal(straight, repaired)
+        repaired.close()
 
 
 # ---- 4. spin_dataloaders ----------------------------------------------------------------------------------------
@@ -258,15 +337,19 @@ def _resume(checkpoint, **settings):
     from composer import Callback
     from torch.utils.data import DataLoader
 
-    dataset = _Counting()
+    dataset, eval_dataset = _Counting(), _Counting(8)
 
     class Watch(Callback):
         def __init__(self):
-            self.before, self.trained = None, []
+            self.before, self.trained, self.evaluated = None, [], 0
+
+        def eval_batch_start(self, state, logger):
+            self.evaluated += 1
 
         def batch_start(self, state, logger):
             if self.before is None:
                 self.before = list(dataset.reads[:-4])  # without the batch about to be trained
+                self.eval_before = list(eval_dataset.reads)
             self.trained.append((int(state.timestamp.epoch), int(state.timestamp.batch_in_epoch),
                                  state.batch[1].tolist()))
 
@@ -274,13 +357,16 @@ def _resume(checkpoint, **settings):
     forwards = []
     model.module.register_forward_hook(lambda module, inputs, output: forwards.append(1))
     resumed = trainer(model=model, train_dataloader=DataLoader(dataset, batch_size=4), load_path=str(checkpoint),
-                      callbacks=[watch], **settings)
+                      callbacks=[watch], eval_dataloader=DataLoader(eval_dataset, batch_size=4), **settings)
     start = resumed.state.timestamp
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         resumed.fit()
     resumed.close()
-    assert len(forwards) == len(watch.trained)  # a forward pass for each trained batch, none for the replayed ones
+    assert len(forwards) == len(watch.trained) + watch.evaluated  # none for the replayed batches
+    spun = settings.get("spin_dataloaders", True)
+    assert len(eval_dataset.reads) == 4 * (watch.evaluated + spun)  # spinning read one eval batch, before any step
+    assert watch.eval_before[:4] == ([0, 1, 2, 3] if spun else []), watch.eval_before
     return resumed, start, watch.before, watch.trained, [str(warning.message) for warning in caught]
 
 
@@ -455,20 +541,41 @@ def test_a_run_leaves_files_only_in_save_folder(tmp_path):
     assert [path for path in made + opened if not path.startswith(inside) and path != "/dev/null"] == []
 
 
-def test_a_killed_run_leaves_torchs_temporary_folder_in_tmpdir(tmp_path):
-    """torch.distributed.nn, which Composer imports, makes a TemporaryDirectory at import and removes it at exit:
-    a SIGKILL skips the removal."""
+_KILLED_FIT = """
+import os, signal, sys
+sys.path.insert(0, {tests!r})
+from composer import Callback
+from support.composer_kit import trainer
+
+
+class Kill(Callback):
+    def batch_end(self, state, logger):
+        if {kill} and int(state.timestamp.batch) == 2:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+trainer(max_duration="3ba", save_folder={save!r}, save_interval="1ba", callbacks=[Kill()]).fit()
+"""
+
+
+def test_a_killed_run_leaves_torchs_and_the_checkpoint_savers_temporary_folders_in_tmpdir(tmp_path):
+    """torch.distributed.nn, which Composer imports, makes a TemporaryDirectory at import, and the CheckpointSaver
+    one at construction (for its latest.N.symlink files); both go at exit, which a SIGKILL skips."""
     leftovers = {}
     for ending in ("clean", "killed"):
         tmpdir = tmp_path / ending
         tmpdir.mkdir()
-        code = "import os, signal, composer\n" + ("os.kill(os.getpid(), signal.SIGKILL)" if ending == "killed" else "")
+        save = tmp_path / f"save-{ending}"
+        code = _KILLED_FIT.format(tests=str(REPO / "tests"), kill=ending == "killed", save=str(save))
         result = run_command([sys.executable, "-c", code], tmp_path, env={"TMPDIR": str(tmpdir)})
         assert result.returncode == (-9 if ending == "killed" else 0), result.stderr[-2000:]
-        leftovers[ending] = sorted(str(path.relative_to(tmpdir)) for path in tmpdir.rglob("*") if path.is_file())
+        leftovers[ending] = sorted(
+            (path.name[:3], sorted(child.name for child in path.iterdir())) for path in tmpdir.iterdir())
     assert leftovers["clean"] == []
-    assert [(Path(path).parent.name[:3], Path(path).name) for path in leftovers["killed"]] == [
-        ("tmp", "_remote_module_non_scriptable.py")], leftovers
+    assert (tmp_path / "save-killed" / "ep0-ba1-rank0.pt").is_file()  # the killed run had saved
+    (torchs, torch_files), (savers, [symlink]) = leftovers["killed"]  # exactly two folders, the saver's: one file
+    assert (torchs, savers) == ("tmp", "tmp") and torch_files == ["_remote_module_non_scriptable.py"], leftovers
+    assert re.fullmatch(r"latest\.\d+\.symlink", symlink), leftovers
 
 
 # ---- 11. names, and when Trainer(seed=...) seeds ----------------------------------------------------------------

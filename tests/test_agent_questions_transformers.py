@@ -25,6 +25,7 @@ from support.transformers_kit import arguments, rows, tiny_classifier, word_toke
 
 SKILL = SKILLS_DIR / "transformers-training"
 RECIPES = SKILL / "references" / "task-recipes.md"
+QUESTIONS = SKILL / "references" / "questions.md"
 
 
 # ---- the two background processes ------------------------------------------------------------------------------------
@@ -105,12 +106,14 @@ config = BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=1, num_atte
                     max_position_embeddings=16)
 torch.manual_seed(0)
 model = BertForSequenceClassification(config)
-model.accepts_loss_kwargs = False  # the loss trap off: eval loss not multiplied by the rank count
 args = TrainingArguments(output_dir="out", per_device_eval_batch_size=2, use_cpu=True, report_to="none",
                          disable_tqdm=True)
+shipped = Trainer(model=model, args=args, eval_dataset=data)  # as shipped: accepts_loss_kwargs True, the loss trap
+model.accepts_loss_kwargs = False  # the loss trap off: eval loss not multiplied by the rank count
 trainer = Trainer(model=model, args=args, eval_dataset=data)
 uneven = trainer.evaluate()["eval_loss"]  # 5 samples on 2 ranks x 2 per batch
 even = trainer.evaluate(eval_dataset=data[:4])["eval_loss"]
+even_shipped = shipped.evaluate(eval_dataset=data[:4])["eval_loss"]
 prediction = trainer.predict(data)
 model.eval()
 with torch.no_grad():
@@ -119,7 +122,7 @@ if args.process_index == 0:
     print("RESULT " + json.dumps({
         "world_size": args.world_size, "backend": torch.distributed.get_backend(),
         "master_addr": os.environ["MASTER_ADDR"],
-        "uneven": uneven, "even": even, "per_sample": per_sample, "predictions": len(prediction.predictions),
+        "uneven": uneven, "even": even, "even_shipped": even_shipped, "per_sample": per_sample, "predictions": len(prediction.predictions),
         "label_ids": prediction.label_ids.tolist(), "labels": labels.tolist()}))
 torch.distributed.destroy_process_group()
 """
@@ -138,9 +141,24 @@ def _guarded_env(tmp: Path, **extra) -> dict:
     return env
 
 
+LAUNCH_TOKEN = f"agent-questions-{os.getpid()}-{time.monotonic_ns()}"  # in the environment of every process started
+
+
 def _start(command, cwd: Path, env: dict) -> subprocess.Popen:
-    return subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            stdin=subprocess.DEVNULL, start_new_session=True)  # a group of its own: ranks included
+    return subprocess.Popen(command, cwd=cwd, env={**env, "AGENT_QUESTIONS_LAUNCH": LAUNCH_TOKEN},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+                            start_new_session=True)
+
+
+def _kill_started() -> None:
+    """torchrun gives each rank a session of its own: find every process by the token in its environment."""
+    marker = f"AGENT_QUESTIONS_LAUNCH={LAUNCH_TOKEN}".encode()
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if marker in environ.read_bytes().split(b"\0"):
+                os.kill(int(environ.parent.name), signal.SIGKILL)
+        except OSError:  # gone, or not ours to read
+            pass
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -186,11 +204,9 @@ def background(tmp_path_factory):
     env = _guarded_env(ddp, OMP_NUM_THREADS="1")
     started["ddp"] = (ddp, env, isolated, _start(launch, ddp, env))
     yield started
+    _kill_started()  # the launches and their ranks, when a test did not wait for them
     for entry in started.values():
-        process = entry[-1]
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
+        entry[-1].communicate()
 
 
 def _finish(process: subprocess.Popen, timeout: float = 240) -> tuple[int, str, str]:
@@ -215,6 +231,15 @@ def test_a_config_loads_from_a_json_file_of_any_name(tmp_path):
     generic = PretrainedConfig.from_json_file(path)
     assert type(generic) is PretrainedConfig and generic.model_type == "gpt2"  # the base class, not GPT2Config
     assert not hasattr(AutoConfig, "from_json_file")
+
+    bert = tmp_path / "bert.json"
+    AutoConfig.for_model("bert", hidden_size=8).to_json_file(bert)
+    assert type(GPT2Config.from_json_file(bert)) is GPT2Config  # model_type "bert" not checked
+    untyped = json.loads(bert.read_text())
+    del untyped["model_type"]
+    (tmp_path / "untyped.json").write_text(json.dumps(untyped))
+    with pytest.raises(ValueError, match="Unrecognized model"):
+        AutoConfig.from_pretrained(tmp_path / "untyped.json")
 
 
 # ---- Q2, Q3, Q4: best-model selection and a used output_dir ----------------------------------------------------------
@@ -272,11 +297,11 @@ def test_a_fresh_run_in_a_used_output_dir_keeps_and_resumes_the_old_checkpoints(
 
     out = tmp_path / "out"
 
-    def run(max_steps, save_steps, seed, resume=None, **extra):
+    def run(max_steps, save_steps, seed, resume=None, folder=out, **extra):
         from transformers import set_seed
 
         set_seed(seed)
-        args = arguments(tmp_path, output_dir=str(out), max_steps=max_steps, save_strategy="steps",
+        args = arguments(tmp_path, output_dir=str(folder), max_steps=max_steps, save_strategy="steps",
                          save_steps=save_steps, seed=seed, **extra)
         trainer = Trainer(model=tiny_classifier(), args=args, train_dataset=rows())
         trainer.train(resume_from_checkpoint=resume)
@@ -285,14 +310,28 @@ def test_a_fresh_run_in_a_used_output_dir_keeps_and_resumes_the_old_checkpoints(
     run(6, 2, seed=1)  # the earlier run: checkpoint-2, -4, -6
     old = {step: _weights(out / f"checkpoint-{step}") for step in (2, 4, 6)}
     shutil.copytree(out, tmp_path / "earlier")
-    run(3, 1, seed=0)  # on purpose a new run, same folder
+    run(3, 1, seed=0, save_only_model=True)  # on purpose a new run, same folder
     assert sorted(path.name for path in out.iterdir()) == [f"checkpoint-{n}" for n in (1, 2, 3, 4, 6)]
     rewritten = _weights(out / "checkpoint-2")
     assert not all(rewritten[name].equal(tensor) for name, tensor in old[2].items())  # written over
     assert json.loads((out / "checkpoint-2" / "trainer_state.json").read_text())["max_steps"] == 3
+    run_files = ("optimizer.pt", "scheduler.pt", "rng_state.pth")
+    assert not any((out / "checkpoint-1" / name).exists() for name in run_files)  # save_only_model: not written
+    for name in run_files:  # but the earlier run's stay in the folder written over: a mix of two runs
+        assert (out / "checkpoint-2" / name).read_bytes() == (tmp_path / "earlier" / "checkpoint-2" / name).read_bytes()
     assert get_last_checkpoint(out) == str(out / "checkpoint-6")  # what resume_from_checkpoint=True takes
     resumed = run(3, 1, seed=0, resume=True)
     assert resumed.state.global_step == 6 and _holds(resumed.model, old[6])  # the earlier run's end, 0 steps run
+
+    # past max_steps, mid-epoch: one step when N lies inside the epoch that holds the new max_steps, else 0 steps
+    same, later = tmp_path / "same-epoch", tmp_path / "later-epoch"
+    run(7, 7, seed=0, folder=same, per_device_train_batch_size=2)  # 4 steps per epoch: checkpoint-7, epoch 2
+    again = run(6, 100, seed=0, folder=same, resume=True, per_device_train_batch_size=2)  # 6 is in epoch 2 too
+    assert again.state.global_step == 8 and sorted(path.name for path in same.iterdir()) == [
+        "checkpoint-7", "checkpoint-8"]
+    run(5, 5, seed=0, folder=later)  # 2 steps per epoch: checkpoint-5, epoch 3
+    again = run(3, 100, seed=0, folder=later, resume=True)  # 3 is in epoch 2
+    assert again.state.global_step == 5 and [path.name for path in later.iterdir()] == ["checkpoint-5"]
 
     # save_total_limit deletes the oldest by modification time: the earlier run's, an hour old, go first
     shutil.rmtree(out)
@@ -357,6 +396,16 @@ def _recipe_tokenizer():
     return namespace["build_tokenizer"]()
 
 
+def _doc_function(document: Path, name: str):
+    """The function ``name`` of a document's python blocks, with the block's imports, without its example lines."""
+    source = next(block.source for block in blocks(document) if f"def {name}(" in block.source)
+    keep = [node for node in ast.parse(source).body if isinstance(node, (ast.Import, ast.ImportFrom))
+            or (isinstance(node, ast.FunctionDef) and node.name == name)]
+    namespace: dict = {}
+    exec(compile(ast.Module(keep, type_ignores=[]), str(document), "exec"), namespace)  # noqa: S102
+    return namespace[name]
+
+
 def test_special_tokens_are_added_only_by_a_post_processor_or_add_bos_token():
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
@@ -377,6 +426,15 @@ def test_text_target_puts_the_target_ids_in_labels():
     tokenizer = word_tokenizer()
     encoded = tokenizer(["a b", "c"], text_target=["b a", "a c"])
     assert encoded["labels"] == tokenizer(["b a", "a c"])["input_ids"]
+
+    from transformers import DataCollatorForSeq2Seq
+
+    padder = word_tokenizer(pad_token="[UNK]")
+    padded = padder(["a b", "c"], text_target=["b a c", "a"], padding=True)
+    assert padded["labels"] == [[3, 2, 4], [2, padder.pad_token_id, padder.pad_token_id]]  # the pad id, not -100
+    unpadded = padder(["a b", "c"], text_target=["b a c", "a"])
+    features = [{key: unpadded[key][i] for key in unpadded} for i in range(2)]
+    assert DataCollatorForSeq2Seq(padder)(features)["labels"].tolist() == [[3, 2, 4], [2, -100, -100]]
 
 
 def test_token_type_ids_shift_every_gpt2_position_and_reach_it_through_trainer(tmp_path):
@@ -408,7 +466,7 @@ def test_token_type_ids_shift_every_gpt2_position_and_reach_it_through_trainer(t
     assert "token_type_ids" in next(iter(trainer.get_train_dataloader()))  # kept: GPT-2's forward takes them
 
 
-def test_resize_token_embeddings_starts_new_rows_at_the_mean_of_the_old():
+def test_resize_token_embeddings_draws_new_rows_near_the_mean_of_the_old():
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
@@ -427,6 +485,13 @@ def test_resize_token_embeddings_starts_new_rows_at_the_mean_of_the_old():
     new = model.get_input_embeddings().weight.detach()
     assert torch.equal(new[:8], old) and model.config.vocab_size == 11
     assert torch.allclose(new[8:], old.mean(0).expand(3, -1), atol=1e-5)  # mean_resizing=True, the default
+    assert torch.equal(new[8:], old.mean(0).expand(3, -1))  # 8 old rows, 16 hidden units: the mean itself
+    larger = gpt2(vocab_size=32)  # more old rows than hidden units: drawn from N(mean, 1e-9 x covariance)
+    old_rows = larger.get_input_embeddings().weight.detach().clone()
+    larger.resize_token_embeddings(35)
+    drawn = larger.get_input_embeddings().weight.detach()[32:]
+    assert torch.allclose(drawn, old_rows.mean(0).expand(3, -1), atol=1e-5)  # near the mean
+    assert not torch.equal(drawn[0], old_rows.mean(0)) and not torch.equal(drawn[0], drawn[1])  # drawn, not set
     assert model.lm_head.weight.data_ptr() == model.get_input_embeddings().weight.data_ptr()  # still tied
     plain = gpt2()
     plain.resize_token_embeddings(11, mean_resizing=False)
@@ -462,9 +527,11 @@ def test_loss_type_for_causal_lm_scales_the_training_gradient_and_is_read_at_ini
         if after_init:
             model.loss_type = loss_type
         trainer.train()
-        return trainer.state.log_history[0]
+        evaluated = trainer.evaluate(data)["eval_loss"]  # one batch of all 4 rows; learning_rate 0: same weights
+        return {**trainer.state.log_history[0], "eval_loss": evaluated}
 
     default, fixed, late = first_step(), first_step("ForCausalLM"), first_step("ForCausalLM", after_init=True)
+    assert fixed["eval_loss"] / default["eval_loss"] == pytest.approx(labelled / predicted, rel=1e-5)  # eval too
     assert fixed["loss"] / default["loss"] == pytest.approx(labelled / predicted, rel=1e-5)
     assert fixed["grad_norm"] / default["grad_norm"] == pytest.approx(labelled / predicted, rel=1e-4)  # the gradient
     assert late["loss"] == pytest.approx(default["loss"], rel=1e-6)  # set after Trainer(...): no effect
@@ -534,6 +601,21 @@ def test_the_last_step_is_saved_and_resuming_a_finished_run(tmp_path, max_steps,
     finished, _ = run()
     assert finished.args.save_steps == 500
     assert [path.name for path in (tmp_path / "out").iterdir()] == [f"checkpoint-{max_steps}"]
+
+    # a retry after a kill during the next save: questions.md's finished() skips the torn newest checkpoint, while
+    # resume_from_checkpoint=True takes it and raises, FileNotFoundError or (no weights either) ValueError
+    check = _doc_function(QUESTIONS, "finished")
+    last, torn = tmp_path / "out" / f"checkpoint-{max_steps}", tmp_path / "out" / f"checkpoint-{max_steps + 5}"
+    shutil.copytree(last, torn)
+    (torn / "trainer_state.json").unlink()
+    assert check(str(tmp_path / "out"), max_steps) and not check(str(tmp_path / "out"), max_steps + 1)
+    with pytest.raises(FileNotFoundError, match="trainer_state.json"):
+        run(resume=True)
+    (torn / "model.safetensors").unlink()
+    with pytest.raises(ValueError, match=f"Can't find a valid checkpoint at .*checkpoint-{max_steps + 5}"):
+        run(resume=True)
+    assert check(str(tmp_path / "out"), max_steps)
+    shutil.rmtree(torn)
     weights = {name: tensor.clone() for name, tensor in finished.model.state_dict().items()}
     again, output = run(resume=True)
     assert output.global_step == after_resume and again.state.max_steps == max_steps
@@ -611,6 +693,7 @@ def test_a_killed_process_leaves_what_importing_trainer_put_in_tmpdir(tmp_path):
     tmpdir.mkdir()
     code = "import os, signal\nfrom transformers import Trainer\nos.kill(os.getpid(), signal.SIGKILL)"
     env = isolated_env(tmp_path, {"TMPDIR": str(tmpdir)})
+    env.pop("TORCHINDUCTOR_CACHE_DIR")  # the default, under TMPDIR, as a user has it
     assert subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, timeout=300).returncode == -9
     left = sorted(str(path.relative_to(tmpdir)) for path in tmpdir.rglob("*"))
     if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 8):
@@ -630,6 +713,7 @@ def test_ddp_evaluation_without_a_network_and_with_an_uneven_eval_set(background
     p = result["per_sample"]
     assert result["predictions"] == 5 and result["label_ids"] == result["labels"]  # once each, in order
     assert result["even"] == pytest.approx(sum(p[:4]) / 4, rel=1e-5)  # 4 = 2 ranks x 2: the per-sample mean
+    assert result["even_shipped"] == pytest.approx(2 * sum(p[:4]) / 4, rel=1e-5)  # without the fix: x 2 ranks
     # 5 samples: each rank's batch mean counts once per row, and the last batch of rank 0 is [4, 0]: sample 0 again
     assert result["uneven"] == pytest.approx((p[0] + p[1] + p[2] + p[3] + (p[4] + p[0]) / 2) / 5, rel=1e-5)
     assert abs(result["uneven"] - sum(p) / 5) > 1e-4

@@ -71,6 +71,7 @@ CASES = {  # rule: (skill, tripping sources, fixed sources)
     "pad-token-eos": (HF, {"t.py": """
         model = AutoModelForCausalLM.from_pretrained("m")
         tokenizer.pad_token = tokenizer.eos_token
+        Trainer(model=model, data_collator=DataCollatorForLanguageModeling(tokenizer, mlm=False))
         """}, {"t.py": """
         model = AutoModelForCausalLM.from_pretrained("m")
         tokenizer.add_special_tokens({"pad_token": "[PAD]"})
@@ -91,7 +92,7 @@ CASES = {  # rule: (skill, tripping sources, fixed sources)
         {"t.py": ARGS.format('eval_strategy="steps", eval_steps=2, save_strategy="best", '
                              'load_best_model_at_end=True, metric_for_best_model="f1"')}),
     "best-default-metric": (HF, {"t.py": ARGS.format('eval_strategy="steps", eval_steps=2, save_steps=2, '
-                                                     'load_best_model_at_end=True')},
+                                                     'load_best_model_at_end=True') + "\nTrainer(compute_metrics=f)"},
                             {"t.py": ARGS.format('eval_strategy="steps", eval_steps=2, save_steps=2, '
                                                  'load_best_model_at_end=True, metric_for_best_model="eval_loss"')}),
     "best-save-no-metric": (HF, {"t.py": ARGS.format('eval_strategy="steps", save_strategy="best"')},
@@ -559,6 +560,7 @@ def test_11_a_training_arguments_subclass_and_parse_dict_are_training_arguments(
         parser = HfArgumentParser((ModelArguments, TrainingArguments))
         model_args, args = parser.parse_dict({"output_dir": "o", "load_best_model_at_end": True,
                                               "eval_strategy": "epoch", "save_strategy": "epoch"})
+        Trainer(args=args, compute_metrics=accuracy)
         """
     assert rules_found(HF, {"t.py": parsed}) == {"best-default-metric"}
     files = {"args.py": subclass.replace('MyArgs(output_dir="o", evaluation_strategy="steps")', ""),
@@ -578,6 +580,7 @@ def test_13_an_aliased_causal_lm_class_is_a_causal_lm():
         from transformers import AutoModelForCausalLM as LM
         model = LM.from_pretrained("m")
         tokenizer.pad_token = tokenizer.eos_token
+        Trainer(model=model)
         """
     assert rules_found(HF, {"t.py": code}) == {"pad-token-eos"}
 
@@ -676,3 +679,103 @@ def test_20_a_path_with_colon_or_at_is_quoted_so_the_name_splits_unambiguously(t
     assert (rule, ast.literal_eval(path), line) == ("removed-no_cuda", str(folder / "t:1.py"), "2")
     assert f"clean@{str(folder / 'clean.py')!r}" in names
     assert "RULE@PATH:LINE" in run_python([str(CHECKERS[HF]), "--help"], tmp_path).stdout
+
+
+# ---- the third outside review: hangs, crashes, false findings and misses (one test per item) ----
+
+def timed_found(skill: str, sources: dict[str, str]) -> tuple[list, float]:
+    started = time.perf_counter()
+    findings, broken = TC.check_sources(sources, skill, "cpu")
+    assert broken == [], broken
+    return findings, time.perf_counter() - started
+
+
+def test_r3_01_names_assigned_from_names_many_times_are_memoised():
+    """`x0 = x1` ... `x8 = x9`, each line 12 times, followed every value of every name: over 60 s."""
+    lines = ["from transformers import TrainingArguments"]
+    lines += [f"x{depth} = x{depth + 1}" for depth in range(9) for _ in range(12)]
+    lines += ["x9 = 'adamw_hf'", "args = TrainingArguments(output_dir='o', optim=x0)"]
+    findings, elapsed = timed_found(HF, {"t.py": "\n".join(lines)})
+    assert elapsed < 5.0, f"{elapsed:.1f}s"
+
+
+def test_r3_02_dicts_updated_from_dicts_many_times_are_memoised():
+    """`a0.update(a1)` ... `a4.update(a5)`, each 30 times, read every update's dict again: 44 s."""
+    lines = ["from transformers import TrainingArguments", *[f"a{depth} = {{}}" for depth in range(6)]]
+    lines += [f"a{depth}.update(a{depth + 1})" for depth in range(5) for _ in range(30)]
+    lines += ["a5['optim'] = 'adamw_hf'", "TrainingArguments(output_dir='o', **a0)"]
+    findings, elapsed = timed_found(HF, {"t.py": "\n".join(lines)})
+    assert elapsed < 5.0, f"{elapsed:.1f}s"
+
+
+def test_r3_03_long_continuations_and_many_pad_dicts_are_linear(tmp_path):
+    """A continued command was rebuilt by string concatenation (40,000 lines: 7.7 s, 80,000: over 20 s), and each node
+    was compared with every dict that sets a pad token (5,000 dicts and 20,000 lines: 36 s)."""
+    script = "torchrun --nproc_per_node 2 train.py \\\n" + "  --foo bar \\\n" * 80000 + "  --end\n"
+    findings, elapsed = timed_found(HF, {str(tmp_path / "run.sh"): script})
+    assert elapsed < 5.0, f"{elapsed:.1f}s"
+    source = "from transformers import AutoModelForCausalLM\n" + 'd = {"pad_token": "[PAD]"}\n' * 5000 + \
+        "y = a + b\n" * 15000
+    findings, elapsed = timed_found(HF, {"t.py": source})
+    assert elapsed < 5.0, f"{elapsed:.1f}s"
+
+
+def test_r3_04_a_metric_name_too_long_for_a_file_name_is_a_hub_name():
+    """evaluate.load("a" * 300) asked the file system whether it is a local file: OSError, exit 1, the run lost."""
+    assert rules_found(HF, {"t.py": f'import evaluate\nevaluate.load("{"a" * 300}")'}) == {"evaluate-hub-load"}
+
+
+def test_r3_05_a_path_that_cannot_be_looked_at_is_exit_2(tmp_path):
+    """A 300-character file name (or a folder above it that cannot be searched) was exit 1 "unexpected OSError"."""
+    result = run_python([str(CHECKERS[HF]), str(tmp_path / ("x" * 300 + ".py"))], tmp_path)
+    assert_one_line_error(result, 2, "cannot be read (File name too long)")
+
+
+def test_r3_06_a_folder_the_walk_cannot_list_is_reported(tmp_path, monkeypatch):
+    """os.walk dropped an unreadable subfolder silently (root reads every folder, so the error is simulated)."""
+    (tmp_path / "t.py").write_text("x = 1\n")
+    real_walk = TC.os.walk
+
+    def walk(top, onerror=None, **kwargs):
+        yield from real_walk(top, onerror=onerror, **kwargs)
+        error = PermissionError(13, "Permission denied", str(tmp_path / "sub"))
+        if onerror is not None:
+            onerror(error)
+
+    monkeypatch.setattr(TC.os, "walk", walk)
+    unreadable: list[str] = []
+    assert TC.input_files([str(tmp_path)], unreadable) == [tmp_path / "t.py"]
+    assert unreadable == [f"{tmp_path / 'sub'}: folder cannot be read (Permission denied)"]
+
+
+def test_r3_07_docstrings_help_text_and_heredocs_are_not_launches(tmp_path):
+    """A module docstring's usage line, an argparse epilog and `cat > README <<EOF` were read as launch commands."""
+    launch = "accelerate launch --cpu --num_processes 2 train.py"
+    assert rules_found(HF, {"t.py": f'"""Usage:\n    {launch}\n"""\nimport argparse\n'
+                                    f'argparse.ArgumentParser(epilog="""examples:\n  {launch}\n""")'}) == set()
+    assert rules_found(HF, {str(tmp_path / "setup.sh"): f"cat > README.txt <<'EOF'\n  {launch}\nEOF\necho done\n"}) \
+        == set()
+    assert rules_found(HF, {str(tmp_path / "run.sh"): f"cat > README.txt <<EOF\nx\nEOF\n{launch}\n"}) == \
+        {"accelerate-cpu-processes"}  # a launch after the here-document is still read
+    assert rules_found(HF, {str(tmp_path / "go.sh"): f"bash <<EOF\n{launch}\nEOF\n"}) == {"accelerate-cpu-processes"}
+
+
+def test_r3_08_eos_as_pad_for_generation_only_is_no_trap():
+    assert rules_found(HF, {"t.py": """
+        from transformers import AutoModelForCausalLM
+        model = AutoModelForCausalLM.from_pretrained("m")
+        tokenizer.pad_token = tokenizer.eos_token
+        model.generate(**tokenizer(prompts, return_tensors="pt", padding=True))
+        """}) == set()
+
+
+def test_r3_10_load_best_without_compute_metrics_has_only_eval_loss():
+    assert rules_found(HF, {"t.py": ARGS.format('eval_strategy="steps", eval_steps=2, save_steps=2, '
+                                                'load_best_model_at_end=True') + "\nTrainer(args=a)"}) == set()
+
+
+def test_r3_14_fit_duration_is_checked_like_max_duration():
+    code = "from composer import Trainer\ntrainer = Trainer(model=m, optimizers=o, train_dataloader=d)\n" \
+        "trainer.fit(duration={!r})\n"
+    assert rules_found(CP, {"t.py": code.format("10iter")}) == {"duration-unit"}
+    assert rules_found(CP, {"t.py": code.format("10ba")}) == set()

@@ -330,6 +330,10 @@ LAST_STEP = XQ + "test_the_last_step_is_saved_and_resuming_a_finished_run"
 DDP_EVAL = XQ + "test_ddp_evaluation_without_a_network_and_with_an_uneven_eval_set"
 OPTIMIZER = XQ + "test_the_default_optimizer_and_fused_adamw_on_cpu"
 TEXT_TARGET = XQ + "test_text_target_puts_the_target_ids_in_labels"
+CONFIG_JSON = XQ + "test_a_config_loads_from_a_json_file_of_any_name"
+LOAD_LOOKUP = ST + "test_load_dataset_from_a_local_file_looks_up_s3_unless_told_not_to"
+RESIZE = XQ + "test_resize_token_embeddings_draws_new_rows_near_the_mean_of_the_old"
+LOSS_TYPE = XQ + "test_loss_type_for_causal_lm_scales_the_training_gradient_and_is_read_at_init"
 CLAIMS += [
     (TQ, "- Code to read a config from a JSON file with another name", [
         XQ + "test_a_config_loads_from_a_json_file_of_any_name"]),
@@ -340,7 +344,8 @@ CLAIMS += [
     (TQ, "- Label code for seq2seq", [TEXT_TARGET]),
     (TQ, "- Gathering or de-duplicating predictions under DDP", [DDP_EVAL]),
     (TQ, "takes the path of a JSON file as well as a folder", [
-        XQ + "test_a_config_loads_from_a_json_file_of_any_name", 'block:AutoConfig.from_pretrained("tiny-gpt2.json")']),
+        CONFIG_JSON, 'block:AutoConfig.from_pretrained("tiny-gpt2.json")']),
+    (TQ, "`GPT2Config.from_json_file` does not check `model_type`", [CONFIG_JSON]),
     (TQ, "that stale folder is loaded as the best", [
         ST + "test_best_evaluation_on_an_unsaved_step_is_never_loaded",
         XQ + "test_a_stale_checkpoint_of_an_earlier_run_is_loaded_as_the_best"]),
@@ -348,8 +353,11 @@ CLAIMS += [
     (TQ, "The Trainer neither clears the folder nor refuses it.", [
         FRESH_RUN, XQ + "test_a_stale_checkpoint_of_an_earlier_run_is_loaded_as_the_best",
         "block:shutil.rmtree(args.output_dir"]),
+    (TQ, "a `save_only_model=True` run leaves the earlier run's", [FRESH_RUN]),
+    (TQ, "when N falls inside the epoch that holds the new `max_steps`", [FRESH_RUN]),
     (TQ, "No. A list of dicts is a", [
-        LIST_DATA, FOOTPRINT, ST + "test_load_dataset_from_a_local_file_looks_up_s3_unless_told_not_to"]),
+        LIST_DATA, FOOTPRINT, LOAD_LOOKUP]),
+    (TQ, "loads without an offline variable but makes one DNS lookup", [LOAD_LOOKUP]),
     (TQ, "Measured with `HOME`, `TMPDIR`", [FOOTPRINT]),
     (TQ, "| `from_pretrained` of a local model folder", [FOOTPRINT]),
     (TQ, "| `Trainer.train()` with checkpoints and evaluation", [FOOTPRINT]),
@@ -359,15 +367,17 @@ CLAIMS += [
         FOOTPRINT, XQ + "test_a_killed_process_leaves_what_importing_trainer_put_in_tmpdir"]),
     (TQ, "| importing `Trainer`, torch 2.13 |", [FOOTPRINT]),
     (TQ, "Without `HF_HOME` those caches go to", [FOOTPRINT]),
+    (TQ, "a data file read by `load_dataset` makes its one lookup", [LOAD_LOOKUP, FOOTPRINT]),
     (TQ, "`exp(eval_loss)` is not the perplexity of a causal LM", [
         ST + "test_gpt2_eval_loss_counts_each_rows_first_token", ST + "test_recipe_perplexity_is_the_per_token_perplexity"]),
     (TQ, "GPT-2's `forward` takes `token_type_ids`", [
         XQ + "test_token_type_ids_shift_every_gpt2_position_and_reach_it_through_trainer"]),
-    (TQ, "New vocabulary: for a model built from a config", [
-        XQ + "test_resize_token_embeddings_starts_new_rows_at_the_mean_of_the_old"]),
-    (TQ, "Yes, not only the logs.", [
-        XQ + "test_loss_type_for_causal_lm_scales_the_training_gradient_and_is_read_at_init",
-        ST + "test_gpt2_training_loss_uses_the_same_count"]),
+    (TQ, "New vocabulary: for a model built from a config", [RESIZE]),
+    (TQ, "draws each new row near the mean of the old ones", [RESIZE]),
+    (TQ, "Yes, not only the logs.", [LOSS_TYPE, ST + "test_gpt2_training_loss_uses_the_same_count"]),
+    (TQ, "`eval_loss` changes the same way", [
+        LOSS_TYPE, ST + "test_gpt2_eval_loss_counts_each_rows_first_token",
+        ST + "test_for_causal_lm_loss_type_counts_predicted_tokens_but_weighs_batches_per_row"]),
     (TQ, "Only if its post-processor or its constructor says so.", [
         XQ + "test_special_tokens_are_added_only_by_a_post_processor_or_add_bos_token"]),
     (TQ, "writes whatever `trainer.model` is at that moment", [XQ + "test_save_model_saves_whatever_trainer_model_is"]),
@@ -376,11 +386,16 @@ CLAIMS += [
         FDT + "test_killed_while_saving_leaves_a_checkpoint_without_trainer_state",
         FDT + "test_trainer_state_is_written_last", FDT + "test_deleting_the_incomplete_checkpoint_resumes_bit_exact",
         "error:resume-incomplete-checkpoint"]),
+    (TQ, "when the weights are missing too, `ValueError: Can't find a", [LAST_STEP]),
+    (TQ, "(a scheduler retry) checks first, skipping", [LAST_STEP, "block:def finished(output_dir, max_steps)"]),
     (TQ, "Resuming a run that already reached `max_steps`", [LAST_STEP, "block:def finished(output_dir, max_steps)"]),
     (TQ, "`Trainer(...)` reads `model.accepts_loss_kwargs` once", [
         XQ + "test_accepts_loss_kwargs_is_read_at_init_and_divides_once"]),
     (TQ, "still works in 5.24: it puts the target ids", [TEXT_TARGET]),
+    (TQ, "With `padding=True` it pads `labels` with the pad id", [TEXT_TARGET]),
     (TQ, "`trainer.predict` returns each sample once, in dataset order", [DDP_EVAL]),
+    (TQ, "a sequence classifier's eval loss is the mean over samples once", [
+        DDP_EVAL, DT + "test_sequence_classification_loss_is_scaled_by_rank_count_until_fixed"]),
     (TQ, "`torchrun --standalone` sets `MASTER_ADDR`", [DDP_EVAL]),
     (TQ, "`optim` defaults to `adamw_torch` on torch 2.7", [OPTIMIZER, TA + "test_optim_default_depends_on_torch_version"]),
 ]
@@ -396,6 +411,9 @@ ONE_FILE = "test_an_interval_save_and_the_end_of_training_save_write_one_file"
 CONSTANT_LR = "test_without_schedulers_the_learning_rate_stays_the_optimizers"
 ONLY_SAVE_FOLDER = "test_a_run_leaves_files_only_in_save_folder"
 FINISHED = "test_a_finished_run_relaunched_raises_at_fit_and_the_timestamp_guard_skips_it"
+EPOCH_END = "test_a_finished_epoch_run_saved_by_a_batch_interval_refits_its_last_epoch_unless_guarded"
+REPAIR_ORDER = "test_the_repair_links_the_newest_checkpoint_by_epoch_then_batch"
+KILLED = "test_a_killed_run_leaves_torchs_and_the_checkpoint_savers_temporary_folders_in_tmpdir"
 BIT_EXACT = "test_a_resume_is_bit_exact_on_cpu_without_deterministic_algorithms"
 F1 = "test_f1_comes_from_torchmetrics_which_composer_requires_and_scikit_learn_is_not_needed"
 BRACES = "test_save_folder_is_formatted_and_a_literal_brace_breaks_the_autoresume_relaunch"
@@ -409,8 +427,8 @@ CLAIMS += [
     (CQ, "- A check that the end-of-training save does not repeat", [AQ + ONE_FILE]),
     (CQ, "- A constant scheduler: with no `schedulers`", [AQ + CONSTANT_LR]),
     (CQ, "- Clean-up of temporary files, caches or the working directory", [
-        AQ + ONLY_SAVE_FOLDER, AQ + "test_a_killed_run_leaves_torchs_temporary_folder_in_tmpdir"]),
-    (CQ, "- A `try`/`except ValueError` around `fit()`", [AQ + FINISHED]),
+        AQ + ONLY_SAVE_FOLDER, AQ + KILLED]),
+    (CQ, "- A `try`/`except ValueError` around `fit()`", [AQ + FINISHED, AQ + EPOCH_END]),
     (CQ, "- `torch.use_deterministic_algorithms(True)` or `deterministic_mode=True`", [AQ + BIT_EXACT]),
     (CQ, "- scikit-learn or `evaluate` for an F1 score", [AQ + F1]),
     (CQ, "calls `count(batch)` with the batch alone", [
@@ -424,7 +442,8 @@ CLAIMS += [
     (CQ, "| a torn N (cut short while written), the link on N-1 |", [AQ + REPAIR, "error:autoresume-torn-checkpoint"]),
     (CQ, "| a complete N, the link still on N-1 |", [AQ + REPAIR]),
     (CQ, "| no link, or a link to nothing |", [AQ + REPAIR]),
-    (CQ, "The shortest repair covers every row", [AQ + REPAIR, "block:def repair_before_relaunch(save_folder):"]),
+    (CQ, "The shortest repair covers every row", [
+        AQ + REPAIR, AQ + REPAIR_ORDER, AQ + EPOCH_END, "block:def repair_before_relaunch(save_folder):"]),
     (CQ, "Not needed: `save_overwrite=True` (with the link missing", [AQ + REPAIR]),
     (CQ, "Before its first step a resumed run reads and drops", [AQ + REPLAY]),
     (CQ, "`spin_dataloaders=False` skips the replay", [AQ + UNSPUN]),
@@ -436,10 +455,9 @@ CLAIMS += [
     (CQ, "No. A batch gets one checkpoint file at most", [AQ + ONE_FILE]),
     (CQ, "Yes. Composer adds no scheduler", [AQ + CONSTANT_LR]),
     (CQ, "No file is left outside it.", [AQ + ONLY_SAVE_FOLDER]),
-    (CQ, "A killed run is the exception: importing Composer makes torch create", [
-        AQ + "test_a_killed_run_leaves_torchs_temporary_folder_in_tmpdir"]),
-    (CQ, "`Trainer(...)` loads the last checkpoint, whose timestamp equals", [
-        AQ + FINISHED, "error:max-duration-elapsed", "block:if job.state.timestamp < job.state.max_duration:"]),
+    (CQ, "A killed run is the exception: importing Composer makes torch create", [AQ + KILLED]),
+    (CQ, "`Trainer(...)` loads the last checkpoint. If its timestamp has reached", [
+        AQ + FINISHED, AQ + EPOCH_END, "error:max-duration-elapsed", "block:def run_is_finished(job):"]),
     (CQ, "All exist in 0.32.1", [AQ + "test_the_names_exist_and_trainer_seed_acts_after_the_model_is_built",
                                  CC + "test_trainer_defaults_the_skill_states", "block:seed_all(0)  # random"]),
     (CQ, "On CPU, yes: with an unshuffled loader, dropout and Adam", [

@@ -327,16 +327,29 @@ def parse_launch(tokens: list[str], path: str, line: int, env: dict[str, str]) -
     return Launch(path, line, launcher, rest[:at], rest[at], rest[at + 1:], env)
 
 
+HEREDOC = re.compile(r"(?<!<)<<(-?)\s*(['\"]?)([A-Za-z_][\w.-]*)\2")
+SHELLS = re.compile(r"^(?:\S*/)?(?:ba|z|k|da)?sh$")
+
+
 def shell_commands(text: str):
     """(line, tokens) per simple command of a shell script: continuations joined, comments and operators split off."""
     lines = text.splitlines()
     index = 0
     while index < len(lines):
-        start, joined = index + 1, lines[index]
-        while joined.endswith("\\") and index + 1 < len(lines):
+        start, parts = index + 1, [lines[index]]
+        while parts[-1].endswith("\\") and index + 1 < len(lines):  # a list joined once: linear in the length
             index += 1
-            joined = joined[:-1] + " " + lines[index]
+            parts[-1] = parts[-1][:-1]
+            parts.append(lines[index])
         index += 1
+        joined = " ".join(parts)
+        heredoc = HEREDOC.search(joined)
+        if heredoc and not (joined.split() and SHELLS.match(joined.split()[0])):
+            # a here-document's body is text for its command (`cat > README <<EOF`), not commands, unless a shell reads it
+            strip_tabs, end = heredoc[1] == "-", heredoc[3]
+            while index < len(lines) and (lines[index].lstrip("\t") if strip_tabs else lines[index]) != end:
+                index += 1
+            index += 1
         lexer = shlex.shlex(joined, posix=True, punctuation_chars=";&|()")
         lexer.whitespace_split = True
         lexer.commenters = "#"
@@ -424,6 +437,7 @@ def launches_in_shell(text: str, path: str, first_line: int = 1) -> list[Launch]
 # ---------------------------------------------------------------- a Python module, read with ast
 
 UNKNOWN = object()
+PROSE_KEYWORDS = ("help", "epilog", "description", "usage", "prog")
 
 
 class Module:
@@ -436,6 +450,8 @@ class Module:
         self.calls: list[ast.Call] = []
         self.nodes = list(ast.walk(tree))
         self._parent: dict[int, ast.AST] | None = None
+        self._const_names: dict[tuple[str, int], object] = {}
+        self._mappings: dict[tuple, tuple[dict, bool]] = {}
         for node in self.nodes:
             if isinstance(node, ast.Import):
                 for alias in node.names:
@@ -467,6 +483,8 @@ class Module:
             {node.arg for node in self.nodes if isinstance(node, ast.keyword) and node.arg} | \
             {node.name for node in self.nodes if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
         docstrings = {id(node.value) for node in self.nodes if isinstance(node, ast.Expr)}
+        self._prose = docstrings | {id(node.value) for node in self.nodes if isinstance(node, ast.keyword)
+                                    and node.arg in PROSE_KEYWORDS}  # argparse help=, epilog=: text, never run
         self.strings = {node.value for node in self.nodes if isinstance(node, ast.Constant)
                         and isinstance(node.value, str) and id(node) not in docstrings}
         if read_launches:  # a project module found next to a given one is read only for what it defines
@@ -546,9 +564,14 @@ class Module:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             value = self.const(node.operand, depth + 1)
             return -value if isinstance(value, (int, float)) and not isinstance(value, bool) else UNKNOWN
-        if isinstance(node, ast.Name):
-            values = [self.const(value, depth + 1) for value in self.assigned.get(node.id, [])]
-            return values[0] if values and all(value == values[0] for value in values) else UNKNOWN
+        if isinstance(node, ast.Name):  # memoised per (name, depth): `x0 = x1` written many times stays linear
+            key = (node.id, depth)
+            if key not in self._const_names:
+                self._const_names[key] = UNKNOWN  # a name assigned from itself is unknown
+                values = [self.const(value, depth + 1) for value in self.assigned.get(node.id, [])]
+                self._const_names[key] = values[0] if values and all(value == values[0] for value in values) \
+                    else UNKNOWN
+            return self._const_names[key]
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id.endswith("Strategy"):
             return node.attr.lower()  # IntervalStrategy.STEPS, SaveStrategy.BEST
         return UNKNOWN
@@ -577,6 +600,14 @@ class Module:
         """The literal keys of a dict expression: {...}, dict(...), {**a, ...}, a name assigned one of them and the
         keys set on that name above line ``before``; complete is False where a key cannot be read."""
         name = node.id if isinstance(node, ast.Name) else None
+        key = (name or id(node), before, depth)  # memoised: `a0.update(a1)` written many times stays linear
+        if key not in self._mappings:
+            self._mappings[key] = ({}, False)  # a dict updated from itself is not read
+            self._mappings[key] = self._mapping(node, name, before, depth)
+        found, complete = self._mappings[key]
+        return dict(found), complete
+
+    def _mapping(self, node: ast.AST, name: str | None, before: int, depth: int):
         node = self.resolve(node)
         found, complete = {}, True
         if depth > 4:
@@ -681,7 +712,8 @@ class Module:
     # -- launch commands written as strings or argv lists
     def _read_launch_strings(self) -> None:
         for node in self.nodes:
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 4000:
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 4000 and \
+                    id(node) not in self._prose:
                 first = node.value.lstrip().split(" ", 1)[0]
                 if launcher_name(first) or first in WRAPPERS or "\n" in node.value:
                     for launch in launches_in_shell(node.value, self.path, node.lineno):
@@ -770,7 +802,8 @@ def best_model_findings(module: Module, call: ast.Call, kw: dict, complete: bool
         return
     line = kw["load_best_model_at_end"][1]
     evaluation = value("eval_strategy", value("evaluation_strategy", "no"))
-    if complete and "metric_for_best_model" not in kw and save != "best":
+    if complete and "metric_for_best_model" not in kw and save != "best" and \
+            "compute_metrics" in module.project_names:  # without compute_metrics eval_loss is the only metric
         yield "best-default-metric", line, ""
     if value("save_total_limit") == 1:
         yield "best-save-total-limit-1", kw["save_total_limit"][1], ""
@@ -818,8 +851,11 @@ def causal_lm_findings(module: Module):
     dedicated = [node.lineno for node in module.nodes if isinstance(node, ast.Dict) and any(  # a pad token of its own
         isinstance(key, ast.Constant) and key.value == "pad_token" and not eos(value)
         for key, value in zip(node.keys, node.values))]
-    for node in sorted((node for node in module.nodes if hasattr(node, "lineno")), key=line_of):
-        if any(line > node.lineno for line in dedicated):  # replaced later by a pad token of its own
+    last_dedicated = max(dedicated, default=0)
+    trains = any(name.endswith(("Trainer", "Collator", "TrainingArguments")) or name in ("backward", "fit")
+                 for name in module.names | set(module.imports.values()))  # generation alone computes no loss on pads
+    for node in sorted(() if not trains else (node for node in module.nodes if hasattr(node, "lineno")), key=line_of):
+        if node.lineno < last_dedicated:  # replaced later by a pad token of its own
             continue
         if isinstance(node, ast.Assign) and eos(node.value) and any(
                 isinstance(target, ast.Attribute) and target.attr in ("pad_token", "pad_token_id")
@@ -844,6 +880,14 @@ def causal_lm_findings(module: Module):
             yield "perplexity-exp-eval-loss", call.lineno, ""
 
 
+def local_file(path: Path) -> bool:
+    """Whether a path named in checked code is there: a name the system refuses (too long, a NUL) is not."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
+
+
 def evaluate_findings(module: Module):
     for call in module.calls:
         function = module.qualname(call.func)
@@ -858,7 +902,7 @@ def evaluate_findings(module: Module):
                 given.values if isinstance(given, ast.Dict) else [given]
         hub = [name for name in map(module.const, given if isinstance(given, list) else [given])
                if isinstance(name, str) and not name.endswith(".py") and not name.startswith((".", "/", "~"))
-               and not (Path(module.path).parent / name).exists()]
+               and not local_file(Path(module.path).parent / name)]
         if hub:
             yield "evaluate-hub-load", call.lineno, f"{function}({hub[0]!r})" if function == "evaluate.load" \
                 else f"{function}({hub!r})"
@@ -1095,6 +1139,18 @@ def tokens_counted(module: Module) -> str | None:
     return "no input_ids key or max_seq_len seen here: with neither, no token is counted"
 
 
+def duration_findings(module: Module, kw: dict, name: str):
+    duration = duration_text(module, kw[name][0]) if name in kw else None
+    if isinstance(duration, str):
+        unit = TIME_STRING.match(duration)
+        if WALL_CLOCK.match(duration) or (unit and unit[1].lower() in ("iter", "dur")):
+            yield "duration-unit", kw[name][1], f"{name}={duration!r}"
+        elif unit and unit[1].lower() == "tok" and "get_num_tokens_in_batch" not in module.project_names:
+            why = tokens_counted(module)
+            if why:
+                yield "tok-uncounted", kw[name][1], f"{name}={duration!r}: {why}"
+
+
 def composer_findings(module: Module, launches: list[Launch], device: str, several_jobs: str = ""):
     trainers = [call for call in module.calls_named("Trainer")
                 if not module.qualname(call.func).startswith("transformers")]
@@ -1104,20 +1160,15 @@ def composer_findings(module: Module, launches: list[Launch], device: str, sever
     multi_process = any((launch.processes or 1) > 1 for launch in launches)
     shuffled = [call for call in module.calls_named("DataLoader") if module.const(
         module.kwargs(call)[0].get("shuffle", (None,))[0]) is True]
+    for call in module.calls if trainers else []:  # trainer.fit(duration=...) trains for that duration
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "fit":
+            yield from duration_findings(module, module.kwargs(call)[0], "duration")
     for call in trainers:
         kw, complete = module.kwargs(call)
         value = lambda name, default=None: module.const(kw[name][0]) if name in kw else default  # noqa: E731
         if call.args:
             yield "positional-trainer", call.lineno, ""
-        duration = duration_text(module, kw["max_duration"][0]) if "max_duration" in kw else None
-        if isinstance(duration, str):
-            unit = TIME_STRING.match(duration)
-            if WALL_CLOCK.match(duration) or (unit and unit[1].lower() in ("iter", "dur")):
-                yield "duration-unit", kw["max_duration"][1], f"max_duration={duration!r}"
-            elif unit and unit[1].lower() == "tok" and "get_num_tokens_in_batch" not in module.project_names:
-                why = tokens_counted(module)
-                if why:
-                    yield "tok-uncounted", kw["max_duration"][1], f"max_duration={duration!r}: {why}"
+        yield from duration_findings(module, kw, "max_duration")
         head = {"load_ignore_keys" in kw, value("load_strict_model_weights") is False,
                 value("load_weights_only") is True}
         if "load_path" in kw and ("load_ignore_keys" in kw or value("load_strict_model_weights") is False) and \
@@ -1201,19 +1252,33 @@ def skill_name() -> str | None:
 SKIP_DIRS = {"__pycache__", "node_modules", "site-packages", "dist-packages", "venv", ".venv"}
 
 
-def input_files(paths: list[str]) -> list[Path]:
+def input_files(paths: list[str], unreadable: list[str] | None = None) -> list[Path]:
+    """The files to read under ``paths``; a folder the walk cannot list is added to ``unreadable`` (never skipped
+    silently)."""
     found = []
     for given in paths:
         path = Path(given)
-        if path.is_dir():
-            for folder, dirs, files in os.walk(path):
+        try:
+            mode = path.stat().st_mode
+        except FileNotFoundError:
+            mode = None
+        except (OSError, ValueError) as exc:  # a folder above it cannot be searched, a name too long
+            reason = " ".join(str(getattr(exc, "strerror", None) or exc).split())
+            raise SmokeError(f"{shown(given)}: cannot be read ({reason})", EXIT_USAGE) from None
+        if mode is not None and stat.S_ISDIR(mode):
+            def skipped(exc: OSError) -> None:
+                reason = " ".join(str(getattr(exc, "strerror", None) or exc).split())
+                if unreadable is not None:
+                    unreadable.append(f"{shown(str(exc.filename or given))}: folder cannot be read ({reason})")
+
+            for folder, dirs, files in os.walk(path, onerror=skipped):
                 dirs[:] = sorted(name for name in dirs if not name.startswith(".") and name not in SKIP_DIRS)
                 found += [Path(folder) / name for name in sorted(files) if name.endswith((".py", ".sh", ".bash"))]
-        elif path.is_file():
+        elif mode is not None and stat.S_ISREG(mode):
             found.append(path)
-        elif path.exists():
+        elif mode is not None:
             raise SmokeError(f"{given!r} is not a regular file or folder (a FIFO or device is never read)", EXIT_USAGE)
-        elif path.is_symlink():
+        elif os.path.islink(path):
             raise SmokeError(f"{given!r} is a dangling symbolic link; give a file or folder to read", EXIT_USAGE)
         else:
             raise SmokeError(f"{given!r}: no such file or folder; give Python files, shell scripts or folders",
@@ -1307,7 +1372,7 @@ class Project:
             return self.imports[id(module)]
         folder = Path(module.path).parent
         roots = [folder]
-        while (roots[-1] / "__init__.py").is_file() and len(roots) < 5:
+        while os.path.isfile(roots[-1] / "__init__.py") and len(roots) < 5:
             roots.append(roots[-1].parent)
         found = []
         for node in module.nodes:
@@ -1414,7 +1479,7 @@ def body(run) -> None:
     if not run.args.paths:
         raise SmokeError("give the Python files, shell scripts or folders to check (see --help)", EXIT_USAGE)
     sources, unreadable = {}, []
-    for path in input_files(run.args.paths):
+    for path in input_files(run.args.paths, unreadable):
         try:
             sources[str(path)] = read(path)
         except (OSError, UnicodeDecodeError, ValueError) as exc:
