@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 PIP_INSTALL = -m pip install --quiet --disable-pip-version-check
 PYTEST_ARGS ?=
 
-.PHONY: smoke test test-latest bench lock sync sync-inline-metadata check-latest package clean
+.PHONY: smoke test test-latest bench lock sync check-latest package clean
 
 .venv/.installed: pyproject.toml constraints/default.txt
 	test -x .venv/bin/python || $(PYTHON) -m venv .venv
@@ -38,13 +38,9 @@ lock:
 	.venv-latest/bin/python -m pip freeze --exclude training-skills | sed 's/+[a-z0-9.]*$$//' > constraints/latest.txt
 
 ## sync: copy every file of skill_common/ (the one source of the code every skill carries) into every skill's
-## scripts/ (tests/test_shared_source.py fails when a copy drifts), then give each script copy its skill's PEP 723 header
+## scripts/ (tests/test_shared_source.py fails when a copy drifts) and give each script its skill's PEP 723 header
+## from constraints/default.txt; a missing pin or skills.toml entry is one error line and nothing is written
 sync:
-	for dir in skills/*/scripts; do cp skill_common/*.py $$dir/; done
-	$(PYTHON) scripts/sync_inline_metadata.py
-
-## sync-inline-metadata: rewrite every skill script's PEP 723 header from constraints/default.txt
-sync-inline-metadata:
 	$(PYTHON) scripts/sync_inline_metadata.py
 
 ## check-latest: the Transformers tests on the newest releases, in a throwaway venv (needs the network; not CI)

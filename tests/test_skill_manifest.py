@@ -4,6 +4,8 @@ entry and its folder."""
 
 import re
 import shutil
+
+import pytest
 import tomllib
 
 from support.harness import REPO, run_python, skill_dirs
@@ -68,3 +70,21 @@ def test_a_new_skill_needs_only_its_entry_and_its_folder(tmp_path):
     assert run_python([sync, "--check"], tmp_path / "recheck").returncode == 0
     header = (bundle / "skills" / "peft-training" / "scripts" / "train_smoke.py").read_text()
     assert '#     "transformers==' in header and '"accelerate==' not in header
+
+
+@pytest.mark.parametrize("fault", ["folder without an entry", "package without a pin"])
+def test_a_sync_that_lacks_a_fact_names_it_in_one_line_and_changes_nothing(tmp_path, fault):
+    bundle = tmp_path / "bundle"
+    for folder in ("scripts", "skills", "skill_common", "constraints"):
+        shutil.copytree(REPO / folder, bundle / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    entry = NEW_SKILL_ENTRY.replace('["transformers",', '["peft",') if fault == "package without a pin" else ""
+    (bundle / "skills.toml").write_text((REPO / "skills.toml").read_text() + entry)
+    (bundle / "skills" / "peft-training" / "scripts").mkdir(parents=True)
+    (bundle / "skills" / "peft-training" / "scripts" / "train_smoke.py").write_text("print('x')\n")
+    (bundle / "skill_common" / "trap_check.py").write_text("# changed\n")  # a sync would copy this first
+    before = {path: path.read_bytes() for path in (bundle / "skills").rglob("*.py")}
+    result = run_python([str(bundle / "scripts" / "sync_inline_metadata.py")], tmp_path / "sync")
+    assert result.returncode == 2 and len(result.stderr_lines) == 1, result.stderr
+    assert ("has no [skills.peft-training] entry" if entry == "" else "peft (skills/peft-training) not pinned") \
+        in result.stderr
+    assert {path: path.read_bytes() for path in (bundle / "skills").rglob("*.py")} == before
