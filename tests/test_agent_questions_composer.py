@@ -17,6 +17,7 @@ import pytest
 from support.composer_kit import classifier, loader, trainer, weights
 from support.docs import REPO, runnable_blocks
 from support.harness import run_command
+from support.tensors import differing
 
 pytestmark = pytest.mark.composer
 
@@ -32,9 +33,7 @@ def _error(action) -> str:
 
 
 def _equal(a, b) -> bool:
-    import torch
-
-    return all(torch.equal(x, y) for x, y in zip(weights(a), weights(b)))
+    return differing(weights(a), weights(b)) == []
 
 
 class _Counting:

@@ -21,6 +21,7 @@ import pytest
 
 from support.docs import blocks
 from support.harness import SKILLS_DIR, isolated_env, stray_files, tree_state
+from support.tensors import differing
 from support.transformers_kit import arguments, rows, tiny_classifier, word_tokenizer
 
 SKILL = SKILLS_DIR / "transformers-training"
@@ -350,7 +351,6 @@ def test_a_fresh_run_in_a_used_output_dir_keeps_and_resumes_the_old_checkpoints(
 # ---- Q5: a plain list of dicts as the dataset ------------------------------------------------------------------------
 
 def test_a_list_of_dicts_trains_groups_by_length_and_resumes_bit_exact(tmp_path):
-    import torch
     from transformers import DataCollatorWithPadding, Trainer
 
     tokenizer = word_tokenizer(pad_token="[UNK]")
@@ -375,8 +375,7 @@ def test_a_list_of_dicts_trains_groups_by_length_and_resumes_bit_exact(tmp_path)
     shutil.rmtree(Path(whole.args.output_dir) / "checkpoint-4")
     resumed = trainer()
     resumed.train(resume_from_checkpoint=True)  # from checkpoint-2: skips the batches already seen
-    assert all(torch.equal(a, b) for a, b in zip(whole.model.state_dict().values(),
-                                                 resumed.model.state_dict().values()))
+    assert differing(whole.model.state_dict(), resumed.model.state_dict()) == []
 
 
 # ---- Q7, Q9, Q14: tokenizers and embeddings --------------------------------------------------------------------------
@@ -588,7 +587,6 @@ def test_save_model_saves_whatever_trainer_model_is(tmp_path):
 ])
 def test_the_last_step_is_saved_and_resuming_a_finished_run(tmp_path, max_steps, after_resume):
     """8 rows, batches of 4: 2 steps per epoch. save_steps stays at its default, 500."""
-    import torch
     from transformers import Trainer
 
     def run(resume=None):
@@ -621,7 +619,7 @@ def test_the_last_step_is_saved_and_resuming_a_finished_run(tmp_path, max_steps,
     assert output.global_step == after_resume and again.state.max_steps == max_steps
     assert sorted(path.name for path in (tmp_path / "out").iterdir()) == sorted(
         {f"checkpoint-{max_steps}", f"checkpoint-{after_resume}"})
-    unchanged = all(torch.equal(weights[name], tensor) for name, tensor in again.model.state_dict().items())
+    unchanged = differing(weights, again.model.state_dict()) == []
     assert unchanged == (after_resume == max_steps)  # the extra step trains (constant schedule)
 
 
