@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from support.docs import blocks
-from support.harness import SKILLS_DIR, isolated_env, stray_files, tree_state
+from support.harness import SKILLS_DIR, isolated_env, live_processes, stray_files, tree_state
 from support.tensors import differing
 from support.transformers_kit import arguments, rows, tiny_classifier, word_tokenizer
 
@@ -152,13 +152,10 @@ def _start(command, cwd: Path, env: dict) -> subprocess.Popen:
 
 
 def _kill_started() -> None:
-    """torchrun gives each rank a session of its own: find every process by the token in its environment."""
-    marker = f"AGENT_QUESTIONS_LAUNCH={LAUNCH_TOKEN}".encode()
-    for environ in Path("/proc").glob("[0-9]*/environ"):
+    for pid in live_processes(f"AGENT_QUESTIONS_LAUNCH={LAUNCH_TOKEN}"):  # torchrun's ranks have their own sessions
         try:
-            if marker in environ.read_bytes().split(b"\0"):
-                os.kill(int(environ.parent.name), signal.SIGKILL)
-        except OSError:  # gone, or not ours to read
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:  # ended meanwhile
             pass
 
 

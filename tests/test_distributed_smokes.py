@@ -21,7 +21,7 @@ import pytest
 from support import manifest
 from support.checks import assert_equal_check, same_value
 from support.harness import (DEVICES, SKILLS_DIR, ScriptResult, assert_one_line_error, import_script, isolated_env,
-                             leg_marks, run_command, run_python, tree_state)
+                             leg_marks, live_processes, run_command, run_python, tree_state)
 from support.shared_runs import canonical_run, smoke_world_size
 
 # Each skill with a distributed smoke, and the launchers that smoke runs under.
@@ -132,31 +132,16 @@ def test_worker_flag_outside_a_launch_is_a_usage_error_that_overwrites_nothing(s
     assert (yours / "rank0.json").read_text() == "a user's file"
 
 
-def launch_processes(text: str) -> dict[int, bytes]:
-    """Live processes whose command line or environment holds ``text``, with their command lines (Linux /proc; a
-    zombie's both read empty). A smoke's launcher and ranks hold its output dir, and every temporary folder in it."""
-    found = {}
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            try:
-                cmdline, environ = (Path(entry.path, name).read_bytes() for name in ("cmdline", "environ"))
-            except OSError:  # ended meanwhile
-                continue
-            if text.encode() in cmdline + environ:
-                found[int(entry.name)] = cmdline
-    return found
-
-
 def assert_launch_stopped(text: str, output_dir: Path) -> None:
     """No process of the launch is left, and none writes into ``output_dir`` after the script exited."""
-    left = [command.replace(b"\0", b" ")[:200] for command in launch_processes(text).values()]
+    left = [command.replace(b"\0", b" ")[:200] for command in live_processes(text).values()]
     listing = tree_state(output_dir)
     time.sleep(3)
     try:
         assert not left, f"still running after the script exited: {left}"
         assert tree_state(output_dir) == listing, "files were written into the output dir after the script exited"
     finally:
-        for pid in launch_processes(text):  # a failed run's leftovers must not outlive the test
+        for pid in live_processes(text):  # a failed run's leftovers must not outlive the test
             os.kill(pid, signal.SIGKILL)
 
 
@@ -178,7 +163,7 @@ def test_a_signal_stops_the_launcher_and_every_rank_before_the_script_exits(skil
                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 180
-        while sum(b"--worker\0" in cmd for cmd in launch_processes(str(output)).values()) < 2:
+        while sum(b"--worker\0" in cmd for cmd in live_processes(str(output)).values()) < 2:
             assert smoke.poll() is None and time.monotonic() < deadline, "the two ranks never started"
             time.sleep(0.2)
         smoke.send_signal(signum)  # to the script alone: the launch runs in a session of its own

@@ -228,3 +228,18 @@ def assert_one_line_error(result: ScriptResult, exit_code: int, fragment: str) -
     error_lines = [line for line in result.stderr_lines if ": error: " in line]
     assert len(error_lines) == 1, result.stderr[-2000:]
     assert fragment in error_lines[0], error_lines[0]
+
+
+def live_processes(text: str) -> dict[int, bytes]:
+    """Live processes but this one whose command line or environment holds ``text``, with their command lines (Linux
+    /proc; a zombie's both read empty). Launchers give ranks sessions of their own: this finds them anyway."""
+    found = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                cmdline, environ = (Path(entry.path, name).read_bytes() for name in ("cmdline", "environ"))
+            except OSError:  # ended meanwhile
+                continue
+            if text.encode() in cmdline + environ:
+                found[int(entry.name)] = cmdline
+    return found
