@@ -22,6 +22,7 @@ from support.tensors import differing
 pytestmark = pytest.mark.composer
 
 QUESTIONS = REPO / "skills" / "composer-training" / "references" / "questions.md"
+JOBS = QUESTIONS.with_name("jobs.md")  # the patterns; repair_before_relaunch is defined there
 
 
 def _error(action) -> str:
@@ -194,22 +195,22 @@ def test_load_path_can_be_the_latest_link_and_autoresume_loads_through_it(finish
 
 # ---- 3. the repair after a kill ---------------------------------------------------------------------------------
 
-def _doc_function(name: str):
-    """Run the block of questions.md that defines ``name`` (only its imports and that definition) and return it."""
+def _doc_function(name: str, doc: Path = QUESTIONS):
+    """Run the block of ``doc`` that defines ``name`` (only its imports and that definition) and return it."""
     import ast
 
-    block = next(block for block in runnable_blocks(QUESTIONS, "python") if f"def {name}(" in block.source)
+    block = next(block for block in runnable_blocks(doc, "python") if f"def {name}(" in block.source)
     tree = ast.parse(block.source)
     kept = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))
             or (isinstance(node, ast.FunctionDef) and node.name == name)]
     namespace = {"Path": Path}
-    exec(compile(ast.Module(body=kept, type_ignores=[]), str(QUESTIONS), "exec"), namespace)  # noqa: S102
+    exec(compile(ast.Module(body=kept, type_ignores=[]), str(doc), "exec"), namespace)  # noqa: S102
     return namespace[name]
 
 
 def test_the_repair_fixes_every_state_a_kill_leaves_and_the_relaunch_ends_bitwise_equal(tmp_path):
     """Every row of the table in question 3, from one 4-batch job stopped after 2 checkpoints (+ the kill's damage)."""
-    repair = _doc_function("repair_before_relaunch")
+    repair = _doc_function("repair_before_relaunch", JOBS)
     straight = trainer(max_duration="4ba")
     straight.fit()
 
@@ -283,7 +284,7 @@ def test_the_repair_links_the_newest_checkpoint_by_epoch_then_batch(tmp_path, mo
     repair links the later epoch whatever order the folder lists them in; a link to the earlier one fails."""
     from torch.utils.data import DataLoader
 
-    repair = _doc_function("repair_before_relaunch")
+    repair = _doc_function("repair_before_relaunch", JOBS)
     straight = trainer(max_duration="2ep", train_dataloader=DataLoader(_Counting(), batch_size=4))
     straight.fit()
     for launch in range(2):  # the second launch, unguarded, saves batch 8 again as ep2-ba8
@@ -633,3 +634,267 @@ def test_a_resume_is_bit_exact_on_cpu_without_deterministic_algorithms(tmp_path)
         resumed.close()
         assert _equal(straight, resumed), name
     assert not torch.are_deterministic_algorithms_enabled()
+
+
+# ---- 13. what a changed-head load reports -----------------------------------------------------------------------
+
+def test_a_changed_head_load_fills_a_same_named_backbone_raises_on_a_shape_and_skips_renamed_layers_silently(
+        tmp_path, caplog):
+    import logging
+    import warnings
+
+    import torch
+    from composer.models import ComposerClassifier
+
+    source = classifier(3)
+    saver = trainer(model=source, max_duration="1ba", save_folder=str(tmp_path))
+    saver.fit()
+    saver.close()
+    settings = dict(max_duration="1ba", load_path=str(tmp_path / "latest-rank0.pt"), load_weights_only=True,
+                    load_strict_model_weights=False, load_ignore_keys=["state/model/module.2*"])
+
+    def network(hidden=16, classes=5):
+        torch.manual_seed(1)  # another init than the source's
+        return torch.nn.Sequential(torch.nn.Linear(8, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, classes))
+
+    same = ComposerClassifier(module=network(), num_classes=5)
+    before = same.module[0].weight.detach().clone()
+    trainer(model=same, **settings).close()
+    assert not torch.equal(before, same.module[0].weight)  # the check of questions.md: changed means loaded
+    assert torch.equal(same.module[0].weight, source.module[0].weight)
+    assert torch.equal(same.module[0].bias, source.module[0].bias)
+
+    wider = ComposerClassifier(module=network(hidden=32), num_classes=5)
+    error = _error(lambda: trainer(model=wider, **settings))
+    assert error.startswith("RuntimeError: Error(s) in loading state_dict"), error
+
+    class Renamed(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(1)
+            self.body, self.head = torch.nn.Linear(8, 16), torch.nn.Linear(16, 5)
+
+        def forward(self, x):
+            return self.head(torch.relu(self.body(x)))
+
+    renamed = ComposerClassifier(module=Renamed(), num_classes=5)
+    before = renamed.module.body.weight.detach().clone()
+    caplog.set_level(logging.DEBUG)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer(model=renamed, **settings).close()  # nothing raised
+    assert torch.equal(before, renamed.module.body.weight)  # nothing loaded
+    said = [str(warning.message) for warning in caught] + [record.getMessage() for record in caplog.records
+                                                           if record.levelno >= logging.WARNING]
+    assert not [line for line in said if re.search(r"missing|unexpected|body|module\.0", line)], said
+
+
+# ---- 14. stale signal files after a kill ------------------------------------------------------------------------
+
+_KILLED_AT_SIGNAL_FILE = """
+import os, signal, sys
+sys.path.insert(0, {tests!r})
+import torch
+from support.composer_kit import trainer, weights
+
+
+def kill_before_the_signal_file_goes(event, args):
+    if {kill} and event == "os.remove" and os.path.basename(str(args[0])).startswith("._signal_file"):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+sys.addaudithook(kill_before_the_signal_file_goes)
+run = trainer(max_duration={duration!r}, autoresume=True, run_name="job", save_folder={save!r}, save_interval="1ba")
+print("START", int(run.state.timestamp.batch), flush=True)
+run.fit()
+run.close()
+torch.save(weights(run), {out!r})
+"""
+
+
+def test_stale_signal_files_of_a_killed_autoresume_change_nothing_on_the_relaunch(tmp_path):
+    import torch
+
+    save = tmp_path / "save"
+
+    def launch(duration, kill):
+        code = _KILLED_AT_SIGNAL_FILE.format(tests=str(REPO / "tests"), kill=kill, duration=duration, save=str(save),
+                                             out=str(tmp_path / "weights.pt"))
+        return run_command([sys.executable, "-c", code], tmp_path / "run")
+
+    first = launch("2ba", kill=False)
+    assert first.returncode == 0 and "START 0" in first.stdout, first.stderr[-2000:]
+    killed = launch("4ba", kill=True)  # killed while autoresume's signal file exists
+    assert killed.returncode == -9 and "START" not in killed.stdout, killed.stderr[-2000:]
+    stale = sorted(path.name for path in save.glob("._signal_file*"))
+    assert len(stale) == 1 and re.fullmatch(r"\._signal_file_node0_[A-Za-z0-9]{6}", stale[0]), stale
+    relaunch = launch("4ba", kill=False)
+    assert relaunch.returncode == 0 and "START 2" in relaunch.stdout, relaunch.stderr[-2000:]
+    assert sorted(path.name for path in save.glob("._signal_file*")) == stale  # left in place, never deleted
+    straight = trainer(max_duration="4ba")
+    straight.fit()
+    assert differing(weights(straight), torch.load(tmp_path / "weights.pt")) == []
+
+
+# ---- 15. a pre-created save_folder ------------------------------------------------------------------------------
+
+def test_a_pre_created_save_folder_empty_or_holding_other_files_is_accepted(tmp_path):
+    for autoresume in (False, True):
+        for contents in ({}, {"notes.txt": "x", "other-job/ep0-ba9-rank0.pt": "y"}):
+            folder = tmp_path / f"{autoresume}-{len(contents)}"
+            folder.mkdir()
+            for name, text in contents.items():
+                (folder / name).parent.mkdir(exist_ok=True)
+                (folder / name).write_text(text)
+            run = trainer(max_duration="2ba", autoresume=autoresume, run_name="r", save_folder=str(folder))
+            assert int(run.state.timestamp.batch) == 0
+            run.fit()
+            run.close()
+            assert sorted(path.name for path in folder.iterdir()) == sorted(
+                {"ep0-ba2-rank0.pt", "latest-rank0.pt", *(name.split("/")[0] for name in contents)})
+    clashing = tmp_path / "clashing"
+    clashing.mkdir()
+    (clashing / "ep0-ba9-rank0.pt").write_text("y")  # a name of the save_filename pattern, later than batch 0
+    run = trainer(max_duration="2ba", save_folder=str(clashing))
+    assert _error(run.fit).startswith(f"FileExistsError: {clashing / 'ep0-ba9-rank0.pt'} may conflict")
+    run.close()
+
+
+# ---- 16. an Evaluator without metric_names ----------------------------------------------------------------------
+
+def test_an_evaluator_without_metric_names_computes_every_eval_metric_under_its_key():
+    import torch
+    from composer import ComposerModel
+    from composer.core import Evaluator
+    from torchmetrics.classification import MulticlassAccuracy, MulticlassF1Score
+
+    class Net(ComposerModel):
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(0)
+            self.layer = torch.nn.Linear(8, 3)
+
+        def forward(self, batch):
+            return self.layer(batch[0])
+
+        def loss(self, outputs, batch):
+            return torch.nn.functional.cross_entropy(outputs, batch[1])
+
+        def get_metrics(self, is_train=False):
+            return {} if is_train else {"accuracy": MulticlassAccuracy(num_classes=3, average="micro"),
+                                        "f1": MulticlassF1Score(num_classes=3)}
+
+        def update_metric(self, batch, outputs, metric):
+            metric.update(outputs, batch[1])
+
+    sets = {"val": loader(12, batch_size=8), "test": loader(20, batch_size=8)}
+    model = Net()
+    run = trainer(model=model, max_duration="2ba", eval_dataloader=[
+        Evaluator(label=label, dataloader=data) for label, data in sets.items()])
+    run.fit()
+    assert {label: list(metrics) for label, metrics in run.state.eval_metrics.items()} == {
+        "val": ["accuracy", "f1"], "test": ["accuracy", "f1"]}
+    model.eval()
+    with torch.no_grad():
+        for label, data in sets.items():
+            right = sum(int((model(batch).argmax(dim=1) == batch[1]).sum()) for batch in data)
+            assert float(run.state.eval_metrics[label]["accuracy"].compute()) == pytest.approx(right / len(
+                data.dataset)), label
+    run.close()
+    fewer = trainer(model=Net(), max_duration="1ba", eval_dataloader=Evaluator(
+        label="val", dataloader=sets["val"], metric_names=["f1"]))
+    fewer.fit()
+    assert list(fewer.state.eval_metrics["val"]) == ["f1"]
+    fewer.close()
+    plain = trainer(max_duration="1ba", eval_dataloader=Evaluator(label="val", dataloader=sets["val"]))
+    plain.fit()
+    assert list(plain.state.eval_metrics["val"]) == ["CrossEntropy", "MulticlassAccuracy"]  # ComposerClassifier's
+    plain.close()
+
+
+# ---- 17. a relative or an absolute latest link ------------------------------------------------------------------
+
+def test_composer_writes_a_relative_latest_link_and_an_absolute_one_loads(tmp_path, monkeypatch):
+    def job():
+        return trainer(max_duration="4ba", autoresume=True, run_name="job", save_folder=str(tmp_path / "{run_name}"),
+                       save_interval="1ba")
+
+    first = job()
+    first.fit(duration="2ba")
+    first.close()
+    link = tmp_path / "job" / "latest-rank0.pt"
+    assert str(link.readlink()) == "ep0-ba2-rank0.pt"  # relative: the bare name
+    link.unlink()
+    link.symlink_to(tmp_path / "job" / "ep0-ba2-rank0.pt")  # absolute
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    resumed = job()
+    assert int(resumed.state.timestamp.batch) == 2
+    resumed.fit()
+    resumed.close()
+    assert str(link.readlink()) == "ep0-ba4-rank0.pt"  # the next save wrote a relative link again
+    moved = tmp_path / "moved"
+    shutil.copytree(tmp_path / "job", moved / "job", symlinks=True)
+    again = trainer(max_duration="5ba", autoresume=True, run_name="job", save_folder=str(moved / "{run_name}"))
+    assert int(again.state.timestamp.batch) == 4  # the copied folder's relative link still loads
+    again.close()
+
+
+# ---- 18. braces in shell commands -------------------------------------------------------------------------------
+
+def test_the_shells_leave_run_name_and_rank_braces_unexpanded():
+    import subprocess
+
+    line = "printf '%s\\n' checkpoints/{run_name} logs/rank{rank}.out x{a,b} {1..2}"
+    bash = subprocess.run(["bash", "-c", line], capture_output=True, text=True, check=True).stdout.split()
+    assert bash == ["checkpoints/{run_name}", "logs/rank{rank}.out", "xa", "xb", "1", "2"]
+    sh = subprocess.run(["sh", "-c", line], capture_output=True, text=True, check=True).stdout.split()
+    assert sh == ["checkpoints/{run_name}", "logs/rank{rank}.out", "x{a,b}", "{1..2}"]
+
+
+# ---- 19. two processes on one CPU machine, no network variables -------------------------------------------------
+
+def test_the_jobs_ddp_script_runs_as_two_processes_with_only_loopback_and_no_network_variables(tmp_path):
+    import os
+    import subprocess
+
+    import torch
+
+    from support.harness import isolated_env
+
+    ddp = next(block.source for block in runnable_blocks(JOBS, "python") if "dist.get_sampler" in block.source)
+    script = tmp_path / "train.py"
+    script.write_text(f"import torch\n\n{_jobs_function_source('build_module')}\n\n{ddp}\n"
+                      "print('RESULT', dist.get_global_rank(), dist.get_world_size(), torch.distributed.get_backend(),"
+                      " int(trainer.state.timestamp.sample), int(trainer.state.timestamp.epoch), flush=True)\n")
+    (tmp_path / "home").mkdir()
+    (tmp_path / "tmpdir").mkdir()
+    env = isolated_env(tmp_path, {"HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path / "tmpdir")})
+    for name in ("GLOO_SOCKET_IFNAME", "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS", "RANK", "WORLD_SIZE"):
+        env.pop(name, None)
+    launch = ["composer", "-n", "2", "--stdout", "rank{rank}.out", "--stderr", "rank{rank}.err", "train.py"]
+    if shutil.which("unshare") and subprocess.run(["unshare", "-rn", "true"], capture_output=True).returncode == 0:
+        launch = ["unshare", "-rn", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", *launch]  # loopback only
+    done = subprocess.run(launch, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
+    printed = done.stdout + "".join(path.read_text() for path in tmp_path.glob("rank*.out"))  # rank 0: the console
+    results = sorted(line.split()[1:] for line in printed.splitlines() if line.startswith("RESULT"))
+    assert results == [["0", "2", "gloo", "64", "1"], ["1", "2", "gloo", "64", "1"]], results
+    assert sorted(path.name for path in (tmp_path / "ddp-run" / "checkpoints").iterdir()) == [
+        "ep1-ba8-rank0.pt", "latest-rank0.pt"]
+    assert set(torch.load(tmp_path / "ddp-run" / "final.pt")) == {"module.0.weight", "module.0.bias",
+                                                                   "module.2.weight", "module.2.bias"}
+    log = Path(env["OFFLINE_GUARD_LOG"])
+    assert not log.exists() or log.read_text() == ""
+    assert not {"GLOO_SOCKET_IFNAME", "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS"} & set(env)
+
+
+def _jobs_function_source(name: str) -> str:
+    """The source of the function ``name`` as jobs.md defines it (its set-up block stands in for a task's files)."""
+    import ast
+
+    block = next(block for block in runnable_blocks(JOBS, "python") if f"def {name}(" in block.source)
+    node = next(node for node in ast.parse(block.source).body if isinstance(node, ast.FunctionDef) and node.name == name)
+    return ast.get_source_segment(block.source, node)

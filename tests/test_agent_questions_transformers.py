@@ -27,6 +27,7 @@ from support.transformers_kit import arguments, rows, tiny_classifier, word_toke
 SKILL = SKILLS_DIR / "transformers-training"
 RECIPES = SKILL / "references" / "task-recipes.md"
 QUESTIONS = SKILL / "references" / "questions.md"
+JOBS = SKILL / "references" / "jobs.md"
 
 
 # ---- the two background processes ------------------------------------------------------------------------------------
@@ -597,19 +598,22 @@ def test_the_last_step_is_saved_and_resuming_a_finished_run(tmp_path, max_steps,
     assert finished.args.save_steps == 500
     assert [path.name for path in (tmp_path / "out").iterdir()] == [f"checkpoint-{max_steps}"]
 
-    # a retry after a kill during the next save: questions.md's finished() skips the torn newest checkpoint, while
-    # resume_from_checkpoint=True takes it and raises, FileNotFoundError or (no weights either) ValueError
-    check = _doc_function(QUESTIONS, "finished")
-    last, torn = tmp_path / "out" / f"checkpoint-{max_steps}", tmp_path / "out" / f"checkpoint-{max_steps + 5}"
+    # a retry after a kill during the next save: jobs.md's newest_complete_checkpoint() skips the torn newest
+    # checkpoint, while resume_from_checkpoint=True takes it and raises, FileNotFoundError or (no weights either)
+    # ValueError
+    newest = _doc_function(JOBS, "newest_complete_checkpoint")
+    out = tmp_path / "out"
+    last, torn = out / f"checkpoint-{max_steps}", out / f"checkpoint-{max_steps + 5}"
     shutil.copytree(last, torn)
     (torn / "trainer_state.json").unlink()
-    assert check(str(tmp_path / "out"), max_steps) and not check(str(tmp_path / "out"), max_steps + 1)
+    assert newest(out) == (str(last), max_steps)  # finished: the job loads it instead of training
     with pytest.raises(FileNotFoundError, match="trainer_state.json"):
         run(resume=True)
     (torn / "model.safetensors").unlink()
     with pytest.raises(ValueError, match=f"Can't find a valid checkpoint at .*checkpoint-{max_steps + 5}"):
         run(resume=True)
-    assert check(str(tmp_path / "out"), max_steps)
+    (torn / "trainer_state.json").write_text('{"global_step": ')  # cut short by a kill
+    assert newest(out) == (str(last), max_steps) and newest(tmp_path / "never-started") == (None, 0)
     shutil.rmtree(torn)
     weights = {name: tensor.clone() for name, tensor in finished.model.state_dict().items()}
     again, output = run(resume=True)
@@ -712,3 +716,241 @@ def test_ddp_evaluation_without_a_network_and_with_an_uneven_eval_set(background
     # 5 samples: each rank's batch mean counts once per row, and the last batch of rank 0 is [4, 0]: sample 0 again
     assert result["uneven"] == pytest.approx((p[0] + p[1] + p[2] + p[3] + (p[4] + p[0]) / 2) / 5, rel=1e-5)
     assert abs(result["uneven"] - sum(p) / 5) > 1e-4
+
+
+# ---- Q17-Q25: what the everyday patterns of jobs.md leave out --------------------------------------------------------
+
+# Q17, Q25: a machine that pins the specific cache variables, a script that sets HF_HOME (as agents write it) before
+# its imports and passes cache_dir; with MODULES also HF_MODULES_CACHE. Dataset.from_json with no offline variable.
+CACHES = r"""
+import json, os, sys
+from pathlib import Path
+
+out, data = Path(sys.argv[1]), Path(sys.argv[2])
+os.environ["HF_HOME"] = str(out / "hf")
+if sys.argv[3] == "modules":
+    os.environ["HF_MODULES_CACHE"] = str(out / "modules")
+import datasets.config, evaluate, evaluate.config, huggingface_hub.constants
+from datasets import Dataset
+
+rows = Dataset.from_json(str(data / "train.jsonl"), cache_dir=str(out / "cache"))
+metric = evaluate.load(str(data / "accuracy_metric.py"), cache_dir=str(out / "cache"))
+metric.compute(predictions=[1, 0], references=[1, 1])
+print("CACHES " + json.dumps({"datasets": str(datasets.config.HF_DATASETS_CACHE), "hub": huggingface_hub.constants.HF_HUB_CACHE,
+      "modules": str(evaluate.config.HF_MODULES_CACHE), "metrics": str(evaluate.config.HF_METRICS_CACHE),
+      "evaluate": str(evaluate.config.HF_EVALUATE_CACHE), "rows": len(rows)}))
+"""
+PINNED = {"HF_DATASETS_CACHE": "datasets", "HF_HUB_CACHE": "hub", "HF_MODULES_CACHE": "modules",
+          "HF_METRICS_CACHE": "metrics", "HF_EVALUATE_CACHE": "evaluate"}
+
+
+@pytest.mark.parametrize("variant", ["hf_home_only", "modules"])
+def test_a_machines_specific_cache_variable_wins_over_the_scripts_hf_home(tmp_path, variant):
+    machine, out, data = tmp_path / "machine", tmp_path / "out", tmp_path / "data"
+    for folder in (machine, data, tmp_path / "cwd"):
+        folder.mkdir()
+    (data / "train.jsonl").write_text('{"text": "a b", "label": 1}\n{"text": "c", "label": 0}\n')
+    shutil.copy(SKILL / "assets" / "accuracy_metric.py", data / "accuracy_metric.py")
+    (tmp_path / "caches.py").write_text(CACHES)
+    env = isolated_env(tmp_path, {name: str(machine / folder) for name, folder in PINNED.items()})
+    result = subprocess.run([sys.executable, str(tmp_path / "caches.py"), str(out), str(data), variant], env=env,
+                            cwd=tmp_path / "cwd", capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert _attempts(env) == []  # Dataset.from_json: no s3 lookup, with no offline variable (Q25)
+    found = json.loads(next(line for line in result.stdout.splitlines() if line.startswith("CACHES "))[7:])
+    pinned = {folder: str(machine / folder) for folder in PINNED.values()}
+    if variant == "modules":
+        pinned["modules"] = str(out / "modules")  # set by the script itself, before importing evaluate
+    assert {key: found[key] for key in pinned} == pinned  # the machine's variables, not the script's HF_HOME
+    assert found["rows"] == 2
+    written = sorted(str(path.relative_to(tmp_path)) for path in machine.rglob("*") if path.is_file())
+    if variant == "modules":
+        assert written == []  # everything inside out
+    else:  # cache_dir moved the Arrow copy and the metric's lock files; the module copy went to HF_MODULES_CACHE
+        assert written and all(path.startswith("machine/modules/") for path in written), written
+        assert any(path.endswith("accuracy_metric.py") for path in written)
+    assert any((out / "cache").rglob("*.arrow")) and not any(path.is_file() for path in (tmp_path / "cwd").rglob("*"))
+
+
+def _t5(dropout=0.1):
+    from transformers import AutoConfig, AutoModelForSeq2SeqLM
+
+    return AutoModelForSeq2SeqLM.from_config(AutoConfig.for_model(
+        "t5", vocab_size=16, d_model=16, d_ff=16, d_kv=8, num_layers=1, num_heads=2, pad_token_id=0, eos_token_id=1,
+        decoder_start_token_id=0, dropout_rate=dropout))
+
+
+def test_train_leaves_train_mode_on_and_generate_keeps_it(tmp_path):
+    import torch
+    from transformers import Trainer, set_seed
+
+    modes = {}
+    for eval_strategy in ("no", "steps"):  # "steps": an evaluation at the last step, after the last training step
+        set_seed(0)
+        data = [{"input_ids": ids, "labels": ids.flip(0)} for ids in torch.randint(2, 16, (8, 5))]
+        trainer = Trainer(model=_t5(), args=arguments(tmp_path, eval_strategy=eval_strategy, eval_steps=2),
+                          train_dataset=data, eval_dataset=data)
+        trainer.train()
+        modes[eval_strategy] = trainer.model.training
+    assert modes == {"no": True, "steps": False}
+    trainer.model.train()
+    trainer.predict(data)
+    assert not trainer.model.training  # predict and evaluate switch to eval mode themselves
+
+    set_seed(0)
+    model = _t5().train()
+    ids = torch.randint(2, 16, (16, 6))
+    dropped = [model.generate(input_ids=ids, max_length=8) for _ in range(2)]
+    assert model.training  # generate() does not switch to eval mode
+    assert not torch.equal(dropped[0], dropped[1])  # dropout on: greedy decoding changes from call to call
+    model.eval()
+    assert torch.equal(model.generate(input_ids=ids, max_length=8), model.generate(input_ids=ids, max_length=8))
+
+
+def test_log_history_holds_unrounded_values_and_only_the_printed_logs_are_rounded(tmp_path, capsys):
+    scores = [0.123456789123, 0.1234567891231, 0.1]
+    trainer = _scored_run(tmp_path / "out", scores, max_steps=3, eval_steps=1, save_steps=1)
+    logged = [entry["eval_score"] for entry in trainer.state.log_history if "eval_score" in entry]
+    assert logged == scores  # exact, in memory
+    saved = json.loads((tmp_path / "out" / "checkpoint-3" / "trainer_state.json").read_text())["log_history"]
+    assert [entry["eval_score"] for entry in saved if "eval_score" in entry] == scores  # and in trainer_state.json
+    assert trainer.state.best_global_step == 2  # compared unrounded: step 2 is higher by 1e-13
+    printed = capsys.readouterr().out
+    assert printed.count("'eval_score': '0.1235'") == 2  # the console shows 4 significant digits: a seeming tie
+
+
+@pytest.mark.parametrize("with_tokenizer", [True, False])
+def test_save_model_saves_the_tokenizer_only_when_it_is_the_processing_class(tmp_path, with_tokenizer):
+    from transformers import Trainer
+
+    tokenizer = word_tokenizer(pad_token="[UNK]")
+    trainer = Trainer(model=tiny_classifier(), args=arguments(tmp_path), train_dataset=rows(),
+                      processing_class=tokenizer if with_tokenizer else None)
+    trainer.save_model(str(tmp_path / "final"))
+    saved = {path.name for path in (tmp_path / "final").iterdir()}
+    assert {"config.json", "model.safetensors"} <= saved
+    assert ({"tokenizer.json", "tokenizer_config.json"} <= saved) is with_tokenizer
+    assert with_tokenizer or not any(name.startswith("tokenizer") for name in saved)
+
+
+def test_the_best_checkpoint_loaded_at_the_end_is_saved_byte_for_byte(tmp_path):
+    trainer = _scored_run(tmp_path / "out", [0.5, 0.9, 0.1, 0.2], max_steps=4, eval_steps=1, save_steps=1)
+    assert trainer.state.best_model_checkpoint == str(tmp_path / "out" / "checkpoint-2")
+    trainer.save_model(str(tmp_path / "final"))
+    best = (tmp_path / "out" / "checkpoint-2" / "model.safetensors").read_bytes()
+    assert (tmp_path / "final" / "model.safetensors").read_bytes() == best
+    assert (tmp_path / "out" / "checkpoint-4" / "model.safetensors").read_bytes() != best  # the last step's differ
+
+
+def test_accepts_loss_kwargs_is_read_from_the_model_or_its_class_at_init_and_the_trainer_flag_acts_later(
+        tmp_path, monkeypatch):
+    from transformers import Trainer, set_seed
+
+    def logged(on_class=None, after=None, on_trainer=None):
+        set_seed(0)
+        model = tiny_classifier()
+        if on_class is not None:
+            monkeypatch.setattr(type(model), "accepts_loss_kwargs", on_class, raising=False)  # undone after
+        args = arguments(tmp_path, max_steps=1, gradient_accumulation_steps=2, learning_rate=0.0, logging_steps=1)
+        trainer = Trainer(model=model, args=args, train_dataset=rows())
+        if after is not None:
+            monkeypatch.setattr(type(model), "accepts_loss_kwargs", after, raising=False)
+        if on_trainer is not None:
+            trainer.model_accepts_loss_kwargs = on_trainer
+        trainer.train()
+        return trainer.model_accepts_loss_kwargs, trainer.state.log_history[0]["loss"]
+
+    assert not hasattr(type(tiny_classifier()), "accepts_loss_kwargs")  # as shipped: read from forward's **kwargs
+    shipped = logged()
+    on_class = logged(on_class=False)
+    monkeypatch.undo()
+    late = logged(after=False)
+    monkeypatch.undo()
+    on_trainer = logged(on_trainer=False)
+    assert shipped[0] is True and on_class[0] is False and late[0] is True and on_trainer[0] is False
+    assert shipped[1] / on_class[1] == pytest.approx(2, rel=1e-5)  # the class attribute, set before: fixed
+    assert late[1] == pytest.approx(shipped[1], rel=1e-6)  # set on the class after Trainer(...): ignored
+    assert on_trainer[1] == pytest.approx(on_class[1], rel=1e-6)  # the trainer's own flag, after init: fixed too
+
+
+def test_the_trainer_copies_the_tokenizers_pad_id_into_the_model_config(tmp_path):
+    import torch
+    from datasets import Dataset
+    from transformers import AutoConfig, AutoModelForCausalLM, DataCollatorForLanguageModeling, Trainer
+
+    def run(set_config, processing_class=True):
+        tokenizer = word_tokenizer(eos_token="</s>")
+        tokenizer.add_special_tokens({"pad_token": "[PAD]"})
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(AutoConfig.for_model(
+            "gpt2", vocab_size=5, n_embd=16, n_layer=1, n_head=2, n_positions=16, bos_token_id=1, eos_token_id=1))
+        model.resize_token_embeddings(len(tokenizer))
+        assert model.config.pad_token_id is None and model.generation_config.pad_token_id is None
+        if set_config:
+            model.config.pad_token_id = tokenizer.pad_token_id
+        data = Dataset.from_dict({"text": ["a b c", "b", "a a b c b", "c"]}).map(
+            lambda batch: tokenizer(batch["text"]), batched=True, remove_columns=["text"])
+        collator = DataCollatorForLanguageModeling(tokenizer, mlm=False)
+        labels = collator([data[i] for i in range(4)])["labels"]
+        assert int((labels == -100).sum()) == 10 and tokenizer.pad_token_id == 5  # the padding, by the tokenizer's id
+        trainer = Trainer(model=model, args=arguments(tmp_path, logging_steps=1), train_dataset=data,
+                          processing_class=tokenizer if processing_class else None, data_collator=collator)
+        trainer.train()
+        losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
+        return losses, model.config.pad_token_id, model.generation_config.pad_token_id
+
+    unset, config_set, no_processing_class = run(False), run(True), run(False, processing_class=False)
+    assert unset[0] == config_set[0] == no_processing_class[0]  # the loss does not read config.pad_token_id
+    assert unset[1:] == config_set[1:] == (5, 5)  # train() wrote the tokenizer's pad id into both configs
+    assert no_processing_class[1:] == (None, None)
+
+
+def test_mean_resizing_is_exact_or_a_draw_that_set_seed_repeats():
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, set_seed
+
+    def new_rows(vocab_size, seed):
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(AutoConfig.for_model(
+            "gpt2", vocab_size=vocab_size, n_embd=16, n_layer=1, n_head=2, n_positions=16, bos_token_id=0,
+            eos_token_id=0))
+        set_seed(seed)
+        model.resize_token_embeddings(vocab_size + 1)
+        return model.get_input_embeddings().weight.detach()[vocab_size:].clone()
+
+    assert torch.equal(new_rows(8, seed=0), new_rows(8, seed=1))  # no more old rows than hidden units: the mean
+    assert torch.equal(new_rows(32, seed=0), new_rows(32, seed=0))  # more: a draw, the same after the same seed
+    assert not torch.equal(new_rows(32, seed=0), new_rows(32, seed=1))
+    first = "import torch; print(torch.initial_seed(), torch.randn(3).tolist())"  # a fresh process, no seed set
+    launches = {subprocess.run([sys.executable, "-c", first], capture_output=True, text=True, check=True,
+                               timeout=120).stdout for _ in range(2)}
+    assert len(launches) == 2, launches  # torch seeds its generator anew at every launch: set a seed first
+
+
+def test_a_torn_checkpoint_skipped_by_the_job_is_written_again_on_resume(tmp_path):
+    """jobs.md's resume pattern: newest_complete_checkpoint() skips a checkpoint a kill cut short, the resume from the
+    one before writes it again, whole, and ends on the uninterrupted run's weights."""
+    from transformers import Trainer, set_seed
+
+    newest = _doc_function(JOBS, "newest_complete_checkpoint")
+
+    def run(folder, resume=None):
+        set_seed(0)
+        args = arguments(tmp_path, output_dir=str(folder), max_steps=4, save_strategy="steps", save_steps=2,
+                         per_device_train_batch_size=2)  # 4 steps per epoch: the run ends mid-epoch
+        trainer = Trainer(model=tiny_classifier(), args=args, train_dataset=rows())
+        trainer.train(resume_from_checkpoint=resume)
+        return trainer
+
+    whole = run(tmp_path / "whole")
+    killed = tmp_path / "killed"
+    run(killed)
+    (killed / "checkpoint-4" / "trainer_state.json").write_text("")  # a kill while it was written
+    optimizer = killed / "checkpoint-4" / "optimizer.pt"
+    optimizer.write_bytes(optimizer.read_bytes()[:100])
+    checkpoint, step = newest(killed)
+    assert (checkpoint, step) == (str(killed / "checkpoint-2"), 2)
+    resumed = run(killed, resume=checkpoint)
+    assert resumed.state.global_step == 4 and differing(whole.model.state_dict(), resumed.model.state_dict()) == []
+    assert newest(killed) == (str(killed / "checkpoint-4"), 4)  # written again, whole
+    assert optimizer.read_bytes() == (tmp_path / "whole" / "checkpoint-4" / "optimizer.pt").read_bytes()

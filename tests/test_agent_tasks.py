@@ -9,14 +9,16 @@ latest leg deselects the Composer cases (``composer``)."""
 from __future__ import annotations
 
 import os
+import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from agent_tasks import Solution, harness, load_task, solutions, task_names
+from agent_tasks import __main__
 from agent_tasks.__main__ import main as cli
-from support.harness import SKILLS_DIR, leg_marks
+from support.harness import REPO, SKILLS_DIR, leg_marks
 
 TASKS = {name: load_task(name) for name in task_names()}
 
@@ -136,4 +138,26 @@ def test_cli_lays_out_a_task_and_grades_a_solution_file(gradings, tmp_path, caps
     assert cli(["grade", "hf_best_model", str(naive)], worker=worker) == 1
     printed = capsys.readouterr().out.splitlines()
     assert printed[0].startswith("FAIL exit_zero: launch 1: exit 1: TypeError") and "evaluation_strategy" in printed[0]
-    assert printed[-1] == "hf_best_model: FAIL (1 of 6 checks failed)"
+    naive_lines = sum(1 for line in naive.read_text().splitlines() if line.strip())
+    reference_lines = sum(1 for line in (naive.parent / "reference.py").read_text().splitlines() if line.strip())
+    assert printed[-1] == (f"hf_best_model: FAIL (1 of 6 checks failed; {naive_lines} lines, "
+                           f"reference {reference_lines})")
+
+
+@pytest.mark.parametrize("mode", ["write", "run"])
+def test_cli_lays_out_a_trial_session_and_prints_the_agents_prompt(mode, tmp_path, capsys):
+    workspace = tmp_path / "session"
+    assert cli(["session", "composer_token_budget", str(workspace), "--mode", mode, "--skill", "worktree"]) == 0
+    prompt = capsys.readouterr().out
+    assert f"Read {workspace}/prompt.md" in prompt and f"Rules for this session ({mode}" in prompt
+    assert f"installed at {workspace}/.skills/composer-training/" in prompt
+    skill_copy = workspace / ".skills" / "composer-training"
+    assert (skill_copy / "SKILL.md").read_bytes() == (REPO / "skills" / "composer-training" / "SKILL.md").read_bytes()
+    assert (workspace / "py").exists() == (mode == "run") == ("How many times you ran solution.py" in prompt)
+    if mode == "run":  # the wrapper runs this interpreter and logs each call, which grade counts as runs
+        (workspace / "solution.py").write_text("print('ran')\n")
+        ran = subprocess.run([str(workspace / "py"), str(workspace / "solution.py")], capture_output=True, text=True)
+        assert ran.stdout == "ran\n" and "solution.py" in (workspace / "runs.log").read_text()
+        assert __main__.size("composer_token_budget", workspace / "solution.py")["runs"] == 1
+    assert cli(["session", "hf_seq2seq", str(tmp_path / "bare"), "--mode", mode]) == 0
+    assert not (tmp_path / "bare" / ".skills").exists() and "agent skill" not in capsys.readouterr().out

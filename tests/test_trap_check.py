@@ -779,3 +779,270 @@ def test_r3_14_fit_duration_is_checked_like_max_duration():
         "trainer.fit(duration={!r})\n"
     assert rules_found(CP, {"t.py": code.format("10iter")}) == {"duration-unit"}
     assert rules_found(CP, {"t.py": code.format("10ba")}) == set()
+
+
+# ---- the fourth outside review: misses across files, false silences and input defects (one test per item) ----
+
+def test_r4_09_a_model_factory_in_a_sibling_module_is_followed(tmp_path):
+    """eval-without-metrics fired on Trainer(model=build_model()) when build_model, in model.py, returns a
+    ComposerClassifier: the factory is followed into the module it is imported from, and one not seen is no finding."""
+    train = """
+        from composer import Trainer
+        from model import build_model
+        Trainer(model=build_model(), optimizers=o, eval_dataloader=Evaluator(label="val", dataloader=val))
+        """
+    scored = """
+        from composer.models import ComposerClassifier
+        def build_model():
+            model = ComposerClassifier(Net(), num_classes=2)
+            return model
+        """
+    assert project_found(CP, tmp_path, {"model.py": scored, "train.py": train}, ["train.py"]) == set()
+    unscored = "from composer.models import ComposerModel\nclass Net(ComposerModel):\n    pass\n" \
+               "def build_model():\n    return Net()\n"
+    assert project_found(CP, tmp_path, {"model.py": unscored, "train.py": train}, ["train.py"]) == {
+        ("eval-without-metrics", "train.py")}
+    (tmp_path / "model.py").unlink()  # a factory that cannot be read: no finding
+    assert project_found(CP, tmp_path, {"train.py": train}) == set()
+
+
+def test_r4_11_only_a_check_that_guards_the_resume_silences_it():
+    """Any os.path.exists or Path.exists in the file silenced resume-true-unconditional; only a condition that looks
+    for a checkpoint and guards that call (or leaves before it) does now."""
+    resume = "trainer.train(resume_from_checkpoint=True)"
+    for unrelated in ('if os.path.exists("data.json"):\n    data = load("data.json")\n' + resume,
+                      'data = load("data.json") if Path("data.json").exists() else None\n' + resume,
+                      "if args.resume:\n    " + resume):
+        assert rules_found(HF, {"t.py": unrelated}) == {"resume-true-unconditional"}, unrelated
+    for guarded in ("if get_last_checkpoint(out) is not None:\n    " + resume,
+                    'ckpts = list(Path(out).glob("checkpoint-*"))\nif ckpts:\n    ' + resume + "\nelse:\n    "
+                    "trainer.train()",
+                    "def main():\n    if not os.path.isdir(out):\n        return\n    " + resume,
+                    "try:\n    " + resume + "\nexcept ValueError:\n    trainer.train()"):
+        assert rules_found(HF, {"t.py": guarded}) == set(), guarded
+
+
+def test_r4_12_traps_split_over_a_project_s_files_are_found(tmp_path):
+    """A model class in model.py, a pad token set in data.py, a shuffling loader built in loaders.py and a duration
+    imported from config.py were each missed when train.py, the file checked, held the rest of the trap."""
+    seqcls = {"model.py": """
+        from transformers import AutoModelForSequenceClassification
+        def load():
+            return AutoModelForSequenceClassification.from_pretrained("m", num_labels=3)
+        """, "train.py": """
+        from transformers import TrainingArguments
+        from model import load
+        model = load()
+        TrainingArguments(output_dir="o", gradient_accumulation_steps=4)
+        """}
+    assert project_found(HF, tmp_path, seqcls, ["train.py"]) == {("seqcls-loss-scaling", "train.py")}
+    fixed = seqcls["model.py"].replace("    return Auto", "    model = Auto").rstrip() + \
+        "\n            model.accepts_loss_kwargs = False\n            return model\n"
+    assert project_found(HF, tmp_path, {**seqcls, "model.py": fixed}, ["train.py"]) == set()
+
+    pad = {"data.py": """
+        from transformers import AutoTokenizer
+        def tokenizer_for(name):
+            tokenizer = AutoTokenizer.from_pretrained(name)
+            tokenizer.pad_token = tokenizer.eos_token
+            return tokenizer
+        """, "train.py": """
+        from transformers import AutoModelForCausalLM, DataCollatorForLanguageModeling, Trainer
+        from data import tokenizer_for
+        tokenizer = tokenizer_for("m")
+        Trainer(model=AutoModelForCausalLM.from_pretrained("m"),
+                data_collator=DataCollatorForLanguageModeling(tokenizer, mlm=False))
+        """}
+    assert project_found(HF, tmp_path, pad, ["train.py"]) == {("pad-token-eos", "data.py")}
+    result = run_python([str(CHECKERS[HF]), str(tmp_path / "train.py"), "--json"], tmp_path)
+    assert_one_line_error(result, 1, f"pad-token-eos@{tmp_path / 'data.py'}:5")  # named though not given
+    dedicated = pad["data.py"].replace("tokenizer.pad_token = tokenizer.eos_token",
+                                       'tokenizer.add_special_tokens({"pad_token": "[PAD]"})')
+    assert project_found(HF, tmp_path, {**pad, "data.py": dedicated}, ["train.py"]) == set()
+
+    resumed = {"loaders.py": """
+        from torch.utils.data import DataLoader
+        def make_loader(data):
+            return DataLoader(data, batch_size=4, shuffle=True)
+        """, "train.py": """
+        from composer import Trainer
+        from loaders import make_loader
+        Trainer(model=m, optimizers=o, train_dataloader=make_loader(data), autoresume=True, run_name="j",
+                save_folder="c/{run_name}")
+        """}
+    assert project_found(CP, tmp_path, resumed, ["train.py"]) == {("shuffle-resume", "loaders.py")}
+    sampled = resumed["loaders.py"].replace("shuffle=True", "sampler=dist.get_sampler(data, shuffle=True)")
+    assert project_found(CP, tmp_path, {**resumed, "loaders.py": sampled}, ["train.py"]) == set()
+
+    for spelling in ("from config import MAX_DURATION as duration", "import config\nduration = config.MAX_DURATION"):
+        files = {"config.py": 'MAX_DURATION = "10iter"\n',
+                 "train.py": f"from composer import Trainer\n{spelling}\n"
+                             "Trainer(model=m, optimizers=o, max_duration=duration)\n"}
+        assert project_found(CP, tmp_path, files, ["train.py"]) == {("duration-unit", "train.py")}, spelling
+        files["config.py"] = 'MAX_DURATION = "10ba"\n'
+        assert project_found(CP, tmp_path, files, ["train.py"]) == set(), spelling
+
+
+def test_r4_13_get_num_tokens_in_batch_counts_only_for_the_trainer_it_feeds():
+    code = """
+        counted = DataSpec(loader, get_num_tokens_in_batch=lambda batch: int(batch["attention_mask"].sum()))
+        Trainer(model=m, optimizers=o, train_dataloader=counted, max_duration="1000tok")
+        Trainer(model=m, optimizers=o, train_dataloader=DataLoader(rows), max_duration="1000tok")
+        """
+    assert {(f.rule, f.line) for f in found(CP, {"t.py": code})} == {("tok-uncounted", 4)}
+    assert found(CP, {"t.py": code.replace("DataLoader(rows)", "counted")}) == []
+
+
+def test_r4_15_huggingface_model_without_metrics_evaluates_nothing():
+    evaluated = "from composer.models import HuggingFaceModel\nmodel = HuggingFaceModel(hf, tokenizer=tok{})\n" \
+                "Trainer(model=model, optimizers=o, eval_dataloader=val)"
+    assert rules_found(CP, {"t.py": evaluated.format("")}) == {"eval-without-metrics"}
+    for given in (", metrics=[MulticlassAccuracy(num_classes=2)]", ", eval_metrics=[LanguageCrossEntropy()]",
+                  ", **options"):  # **options may hold metrics: no finding
+        assert rules_found(CP, {"t.py": evaluated.format(given)}) == set(), given
+    assert rules_found(CP, {"t.py": evaluated.format("").replace(", eval_dataloader=val", "")}) == set()
+
+
+@pytest.mark.composer
+def test_r4_15_huggingface_model_reports_metrics_only_when_given_some():
+    """The fact behind the rule, on Composer 0.32.1: HuggingFaceModel's metrics and eval_metrics default to None and
+    get_metrics then returns {}; ComposerClassifier has default metrics."""
+    import torch
+    from composer.models import ComposerClassifier, HuggingFaceModel
+    from torchmetrics.classification import MulticlassAccuracy
+
+    from support.transformers_kit import tiny_classifier
+
+    assert HuggingFaceModel(tiny_classifier()).get_metrics(is_train=False) == {}
+    given = HuggingFaceModel(tiny_classifier(), metrics=[MulticlassAccuracy(num_classes=2)])
+    assert list(given.get_metrics(is_train=False)) == ["MulticlassAccuracy"]
+    assert ComposerClassifier(torch.nn.Linear(4, 2), num_classes=2).get_metrics(is_train=False) != {}
+
+
+def test_r4_15_argv_lists_with_sys_executable_and_built_paths_are_launches():
+    """[sys.executable, "-m", "composer.cli.launcher", ...] was no launch: only lists of string constants were."""
+    code = "import subprocess, sys\nsubprocess.run([sys.executable, '-m', 'composer.cli.launcher', {}'t.py'])\n"
+    assert rules_found(CP, {"t.py": code.format("")}) == {"launch-default-processes"}
+    assert rules_found(CP, {"t.py": code.format("'-n', '2', ")}) == set()
+    built = "import subprocess, sys\nsubprocess.run([sys.executable, '-m', 'composer.cli.launcher', '-n', {}, " \
+            "str(HERE / 't.py')])\nloader = DataLoader(data, batch_size=4)\nTrainer(model=m, optimizers=o, " \
+            "train_dataloader=loader)\n"
+    assert rules_found(CP, {"t.py": built.format("'2'")}) == {"loader-without-sampler"}
+    assert rules_found(CP, {"t.py": built.format("str(ranks)")}) == set()  # a count not known here
+    accelerate = "import subprocess, sys\nsubprocess.run([sys.executable, '-m', 'accelerate.commands.launch', " \
+                 "'--cpu', '--num_processes', '2', 'train.py'])\n"
+    assert rules_found(HF, {"t.py": accelerate}) == {"accelerate-cpu-processes"}
+
+
+def test_r4_15_a_helper_that_passes_its_keywords_on_builds_training_arguments(tmp_path):
+    forwarded = "from transformers import TrainingArguments\ndef make(**options):\n    return TrainingArguments(" \
+                "output_dir='o', **options)\nargs = make({})\n"
+    assert {(f.rule, f.line) for f in found(HF, {"t.py": forwarded.format("evaluation_strategy='steps'")})} == {
+        ("removed-evaluation_strategy", 4)}
+    assert found(HF, {"t.py": forwarded.format("eval_strategy='steps'")}) == []
+    mixed = forwarded.format("load_best_model_at_end=True, eval_strategy='epoch', save_strategy='steps', "
+                             "metric_for_best_model='f1'")
+    assert rules_found(HF, {"t.py": mixed}) == {"best-strategy-mismatch"}
+    a_dict = "from transformers import TrainingArguments\ndef make(config):\n    return TrainingArguments(**config)\n" \
+             "make({'output_dir': 'o', 'no_cuda': True})\n"
+    assert rules_found(HF, {"t.py": a_dict}) == {"removed-no_cuda"}
+    files = {"args.py": forwarded.split("args = ")[0],
+             "train.py": "from args import make\nmake(output_dir_suffix='x', no_cuda=True)\n"}
+    assert project_found(HF, tmp_path, files, ["train.py"]) == {("removed-no_cuda", "train.py")}
+
+
+def test_r4_d1_a_coding_line_decodes_the_file_as_python_does(tmp_path):
+    latin = tmp_path / "latin.py"
+    latin.write_bytes(b"# -*- coding: latin-1 -*-\n# caf\xe9\nTrainingArguments(output_dir='o', no_cuda=True)\n")
+    assert_one_line_error(run_python([str(CHECKERS[HF]), str(latin)], tmp_path), 1, "removed-no_cuda@")
+    latin.write_bytes(b"# caf\xe9\nx = 1\n")  # no coding line: UTF-8, as Python reads it
+    assert_one_line_error(run_python([str(CHECKERS[HF]), str(latin)], tmp_path), 2,
+                          "latin.py: cannot be read (not UTF-8, and no PEP 263 coding line names its encoding)")
+    latin.write_bytes(b"# -*- coding: no-such-codec -*-\nx = 1\n")
+    assert_one_line_error(run_python([str(CHECKERS[HF]), str(latin)], tmp_path), 2, "unknown encoding")
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="these are valid from Python 3.12: nothing to refuse")
+def test_r4_d2_newer_python_syntax_is_named_as_beyond_this_python(tmp_path):
+    for index, source in enumerate(("x = 1\ntype Vector = list[float]\n", "def first[T](items: list[T]) -> T:\n"
+                                    "    return items[0]\n", "x = 1\n\nprint(f\"{'a' + f\"{x}\"}\")\n")):
+        newer = tmp_path / f"newer{index}.py"
+        newer.write_text(source)
+        line = 1 if index == 1 else 2 + index // 2
+        assert_one_line_error(run_python([str(CHECKERS[HF]), str(newer)], tmp_path), 2,
+                              f"newer{index}.py:{line}: does not parse as Python {TC.PYTHON_VERSION}, the Python "
+                              "this checker runs on")
+
+
+def test_r4_d3_an_unreadable_file_is_exit_2_and_the_traps_found_are_still_named(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "broken.py").write_text("def f(:\n")
+    (project / "trap.py").write_text(ARGS.format("no_cuda=True") + "\n")
+    result = run_python([str(CHECKERS[HF]), str(project), "--json"], tmp_path)
+    assert_one_line_error(result, 2, "(and 1 trap found in what was read, listed above)")
+    assert [check["name"] for check in result.json["checks"] if not check["ok"]] == [
+        f"removed-no_cuda@{project / 'trap.py'}:1"]
+    assert any(line.startswith("[FAIL] removed-no_cuda@") for line in result.stderr_lines)
+    assert "exit 2 even when traps were found" in " ".join(
+        run_python([str(CHECKERS[HF]), "--help"], tmp_path).stdout.split())
+
+
+def test_r4_d4_the_same_output_dir_can_be_given_again(tmp_path):
+    """--output-dir D left D/.cache/... (the contract's cache folders), so a rerun into D was refused as not empty."""
+    code, out = tmp_path / "t.py", tmp_path / "out"
+    code.write_text("x = 1\n")
+    for _ in range(2):
+        result = run_python([str(CHECKERS[CP]), str(code), "--output-dir", str(out)], tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert list(out.iterdir()) == []
+    (out / ".cache" / "hf" / "datasets").mkdir(parents=True)  # what a run before this fix left
+    assert run_python([str(CHECKERS[CP]), str(code), "--output-dir", str(out)], tmp_path).returncode == 0
+    (out / ".cache" / "hf").mkdir(parents=True)
+    (out / ".cache" / "hf" / "notes.txt").write_text("a file of yours")
+    assert_one_line_error(run_python([str(CHECKERS[CP]), str(code), "--output-dir", str(out)], tmp_path), 2,
+                          "is not empty")
+    assert (out / ".cache" / "hf" / "notes.txt").read_text() == "a file of yours"
+
+
+def test_r4_d5_a_temporary_folder_with_a_brace_is_accepted(tmp_path):
+    """The contract refuses a brace in TMPDIR because Composer expands {rank} in the paths a smoke script writes;
+    the checker writes nothing and runs no Composer. A braced --output-dir stays refused, as the contract says."""
+    braced = tmp_path / "tmp{x}"
+    braced.mkdir()
+    code = tmp_path / "t.py"
+    code.write_text("x = 1\n")
+    result = run_python([str(CHECKERS[CP]), str(code)], tmp_path, env={"TMPDIR": str(braced)})
+    assert result.returncode == 0, result.stderr
+    assert list(braced.iterdir()) == []
+    assert_one_line_error(run_python([str(CHECKERS[CP]), str(code), "--output-dir", str(tmp_path / "o{rank}")],
+                                     tmp_path), 2, "has a brace in its path")
+
+
+def test_r4_d6_a_fifo_put_in_a_file_s_place_is_never_waited_on(tmp_path):
+    """read() looked at the file type with stat() and then opened it: a FIFO put there in between blocked the open.
+    It now opens without blocking and checks the type of what it opened."""
+    import os
+    import threading
+
+    regular = tmp_path / "listed.py"
+    regular.write_text("x = 1\n")
+
+    class Swapped(type(Path())):  # stat() sees the file that was listed; the name is a FIFO by the time it is opened
+        def stat(self, **kwargs):
+            return regular.stat(**kwargs)
+
+    fifo = Swapped(tmp_path / "swapped.py")
+    os.mkfifo(fifo)
+    outcome = []
+
+    def read() -> None:
+        try:
+            TC.read(fifo)
+        except ValueError as exc:
+            outcome.append(str(exc))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout=10)
+    assert not reader.is_alive() and outcome == ["not a regular file: never read"], outcome

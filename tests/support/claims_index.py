@@ -334,6 +334,14 @@ CONFIG_JSON = XQ + "test_a_config_loads_from_a_json_file_of_any_name"
 LOAD_LOOKUP = ST + "test_load_dataset_from_a_local_file_looks_up_s3_unless_told_not_to"
 RESIZE = XQ + "test_resize_token_embeddings_draws_new_rows_near_the_mean_of_the_old"
 LOSS_TYPE = XQ + "test_loss_type_for_causal_lm_scales_the_training_gradient_and_is_read_at_init"
+CACHES = XQ + "test_a_machines_specific_cache_variable_wins_over_the_scripts_hf_home"
+TRAIN_MODE = XQ + "test_train_leaves_train_mode_on_and_generate_keeps_it"
+UNROUNDED = XQ + "test_log_history_holds_unrounded_values_and_only_the_printed_logs_are_rounded"
+SAVES_TOKENIZER = XQ + "test_save_model_saves_the_tokenizer_only_when_it_is_the_processing_class"
+BEST_BYTES = XQ + "test_the_best_checkpoint_loaded_at_the_end_is_saved_byte_for_byte"
+LOSS_FLAG = XQ + "test_accepts_loss_kwargs_is_read_from_the_model_or_its_class_at_init_and_the_trainer_flag_acts_later"
+PAD_ID = XQ + "test_the_trainer_copies_the_tokenizers_pad_id_into_the_model_config"
+SEEDED_RESIZE = XQ + "test_mean_resizing_is_exact_or_a_draw_that_set_seed_repeats"
 CLAIMS += [
     (TQ, "- Code to read a config from a JSON file with another name", [
         XQ + "test_a_config_loads_from_a_json_file_of_any_name"]),
@@ -387,8 +395,9 @@ CLAIMS += [
         FDT + "test_trainer_state_is_written_last", FDT + "test_deleting_the_incomplete_checkpoint_resumes_bit_exact",
         "error:resume-incomplete-checkpoint"]),
     (TQ, "when the weights are missing too, `ValueError: Can't find a", [LAST_STEP]),
-    (TQ, "(a scheduler retry) checks first, skipping", [LAST_STEP, "block:def finished(output_dir, max_steps)"]),
-    (TQ, "Resuming a run that already reached `max_steps`", [LAST_STEP, "block:def finished(output_dir, max_steps)"]),
+    (TQ, "(a scheduler retry) checks first, skipping", [
+        LAST_STEP, XQ + "test_a_torn_checkpoint_skipped_by_the_job_is_written_again_on_resume"]),
+    (TQ, "Resuming a run that already reached `max_steps`", [LAST_STEP, FRESH_RUN]),
     (TQ, "`Trainer(...)` reads `model.accepts_loss_kwargs` once", [
         XQ + "test_accepts_loss_kwargs_is_read_at_init_and_divides_once"]),
     (TQ, "still works in 5.24: it puts the target ids", [TEXT_TARGET]),
@@ -398,6 +407,24 @@ CLAIMS += [
         DDP_EVAL, DT + "test_sequence_classification_loss_is_scaled_by_rank_count_until_fixed"]),
     (TQ, "`torchrun --standalone` sets `MASTER_ADDR`", [DDP_EVAL]),
     (TQ, "`optim` defaults to `adamw_torch` on torch 2.7", [OPTIMIZER, TA + "test_optim_default_depends_on_torch_version"]),
+    # Q17-Q25: what the patterns of references/jobs.md leave out
+    (TQ, "- `HF_HOME`, a cache variable or `chdir` to keep a run inside its folder", [FOOTPRINT, CACHES]),
+    (TQ, "- Reading `log_history` or `best_model_checkpoint` to reload the best model by hand", [BEST_BYTES, UNROUNDED]),
+    (TQ, "- A `save_pretrained` of the tokenizer", [SAVES_TOKENIZER]),
+    (TQ, "- A fallback on `trainer.model_accepts_loss_kwargs`", [LOSS_FLAG]),
+    (TQ, "- `model.config.pad_token_id` after adding a pad token", [PAD_ID]),
+    (TQ, "- An offline variable to read a local JSON-lines file", [CACHES]),
+    (TQ, "Do write `model.eval()` before calling `generate`", [TRAIN_MODE, SEEDED_RESIZE]),
+    (TQ, "The machine's specific variable wins", [CACHES, FOOTPRINT]),
+    (TQ, "No. `model.generate` leaves the model in the mode it finds", [TRAIN_MODE]),
+    (TQ, "No. `trainer.state.log_history` and the `trainer_state.json`", [UNROUNDED]),
+    (TQ, "Yes, when it is the Trainer's `processing_class`", [SAVES_TOKENIZER]),
+    (TQ, "Yes. After `load_best_model_at_end` the `model.safetensors`", [BEST_BYTES]),
+    (TQ, "`Trainer(...)` sets `trainer.model_accepts_loss_kwargs` once", [
+        LOSS_FLAG, XQ + "test_accepts_loss_kwargs_is_read_at_init_and_divides_once"]),
+    (TQ, "No. After `tokenizer.add_special_tokens", [PAD_ID]),
+    (TQ, "Yes. With no more old rows than hidden units", [SEEDED_RESIZE, RESIZE]),
+    (TQ, "`Dataset.from_json(path)` reads a local JSON-lines file", [CACHES, LOAD_LOOKUP]),
 ]
 
 
@@ -417,6 +444,13 @@ KILLED = "test_a_killed_run_leaves_torchs_and_the_checkpoint_savers_temporary_fo
 BIT_EXACT = "test_a_resume_is_bit_exact_on_cpu_without_deterministic_algorithms"
 F1 = "test_f1_comes_from_torchmetrics_which_composer_requires_and_scikit_learn_is_not_needed"
 BRACES = "test_save_folder_is_formatted_and_a_literal_brace_breaks_the_autoresume_relaunch"
+BACKBONE = "test_a_changed_head_load_fills_a_same_named_backbone_raises_on_a_shape_and_skips_renamed_layers_silently"
+SIGNAL_FILES = "test_stale_signal_files_of_a_killed_autoresume_change_nothing_on_the_relaunch"
+PRE_CREATED = "test_a_pre_created_save_folder_empty_or_holding_other_files_is_accepted"
+ALL_METRICS = "test_an_evaluator_without_metric_names_computes_every_eval_metric_under_its_key"
+LINK_KIND = "test_composer_writes_a_relative_latest_link_and_an_absolute_one_loads"
+SHELL_BRACES = "test_the_shells_leave_run_name_and_rank_braces_unexpanded"
+NO_GLOO = "test_the_jobs_ddp_script_runs_as_two_processes_with_only_loopback_and_no_network_variables"
 CLAIMS += [
     (CQ, "- A `token_type` parameter on a token counter", [
         AQ + "test_a_token_counter_gets_the_batch_alone_and_must_return_an_int"]),
@@ -431,6 +465,13 @@ CLAIMS += [
     (CQ, "- A `try`/`except ValueError` around `fit()`", [AQ + FINISHED, AQ + EPOCH_END]),
     (CQ, "- `torch.use_deterministic_algorithms(True)` or `deterministic_mode=True`", [AQ + BIT_EXACT]),
     (CQ, "- scikit-learn or `evaluate` for an F1 score", [AQ + F1]),
+    (CQ, "- Your own `torch.load` of a checkpoint to check", [AQ + BACKBONE]),
+    (CQ, "- Deleting the `._signal_file_*` files a killed run left", [AQ + SIGNAL_FILES]),
+    (CQ, "- A `mkdir` of `save_folder`, or a check that it is new or empty", [AQ + PRE_CREATED]),
+    (CQ, "- `metric_names` on an `Evaluator` that should compute every", [AQ + ALL_METRICS]),
+    (CQ, "- An absolute target when re-creating `latest-rank0.pt`", [AQ + LINK_KIND]),
+    (CQ, "- Quotes around `{run_name}` or `{rank}` in a bash or sh command", [AQ + SHELL_BRACES]),
+    (CQ, "- `GLOO_SOCKET_IFNAME`, `MASTER_ADDR` or `MASTER_PORT` for 2 processes", [AQ + NO_GLOO]),
     (CQ, "calls `count(batch)` with the batch alone", [
         AQ + "test_a_token_counter_gets_the_batch_alone_and_must_return_an_int", "error:token-counter-returns-tensor",
         "block:def count_tokens(batch):"]),
@@ -442,8 +483,7 @@ CLAIMS += [
     (CQ, "| a torn N (cut short while written), the link on N-1 |", [AQ + REPAIR, "error:autoresume-torn-checkpoint"]),
     (CQ, "| a complete N, the link still on N-1 |", [AQ + REPAIR]),
     (CQ, "| no link, or a link to nothing |", [AQ + REPAIR]),
-    (CQ, "The shortest repair covers every row", [
-        AQ + REPAIR, AQ + REPAIR_ORDER, AQ + EPOCH_END, "block:def repair_before_relaunch(save_folder):"]),
+    (CQ, "The shortest repair covers every row", [AQ + REPAIR, AQ + REPAIR_ORDER, AQ + EPOCH_END]),
     (CQ, "Not needed: `save_overwrite=True` (with the link missing", [AQ + REPAIR]),
     (CQ, "Before its first step a resumed run reads and drops", [AQ + REPLAY]),
     (CQ, "`spin_dataloaders=False` skips the replay", [AQ + UNSPUN]),
@@ -463,4 +503,12 @@ CLAIMS += [
     (CQ, "On CPU, yes: with an unshuffled loader, dropout and Adam", [
         AQ + BIT_EXACT,
         HC + "test_a_random_sampler_resumes_inside_a_later_epoch_bit_exact_only_if_training_draws_no_random_numbers"]),
+    (CQ, "Yes, when the new model is built by the same code as the checkpoint's", [
+        AQ + BACKBONE, "block:assert not torch.equal(before, target.module[0].weight)"]),
+    (CQ, "No. Composer writes a `._signal_file_node0_<6 random characters>` file", [AQ + SIGNAL_FILES]),
+    (CQ, "Yes. An empty folder made before the first run", [AQ + PRE_CREATED]),
+    (CQ, "Yes. It computes every metric that `get_metrics(is_train=False)` returns", [AQ + ALL_METRICS]),
+    (CQ, "No, but relative is what Composer writes", [AQ + LINK_KIND]),
+    (CQ, "No. bash expands braces only around a comma", [AQ + SHELL_BRACES]),
+    (CQ, "No, measured here: the `jobs.md` DDP script launched", [AQ + NO_GLOO]),
 ]

@@ -11,14 +11,17 @@
 skill documents that they contain: the rule, the file and line, what goes wrong, the fix and the section to read.
 
 Give Python files, shell scripts (.sh, .bash) or folders (searched for both). Python is read with the standard
-library's ast; constant values are followed through simple assignments (`args = dict(...)`, `cfg["x"] = ...` then
-`TrainingArguments(**args)`, a variable that holds a model class), imports are followed to tell Composer's Trainer
-from Transformers', and a module the code imports from its own project (given here, or a file next to it) is read
-for what it defines (a get_metrics in model.py). Launch commands are read from shell lines (shlex; behind if, for,
-timeout, srun, sudo, env and variable prefixes) and from Python strings and argv lists (`LAUNCH = "composer -n 2
-train.py"`, `subprocess.run(["accelerate", "launch", ...])`). A launch of a Python file given here checks that file
-under the launch (process count, flags, offline variables); a value the launch takes from a variable is unknown and
-no finding depends on it.
+library's ast, decoded as Python decodes it (a PEP 263 coding line); constant values are followed through simple
+assignments (`args = dict(...)`, `cfg["x"] = ...` then `TrainingArguments(**args)`, a variable that holds a model
+class) and into the functions of the project that build what a Trainer gets (a model factory, a DataLoader helper,
+`def make(**o): return TrainingArguments(**o)`); imports are followed to tell Composer's Trainer from Transformers',
+and a module the code imports from its own project (given here, or a file next to it) is read for what it defines (a
+get_metrics or a sequence classification model in model.py, MAX_DURATION in config.py, a pad token set in data.py: a
+trap written there is named at its own file and line). Launch commands are read from shell lines (shlex; behind if,
+for, timeout, srun, sudo, env and variable prefixes) and from Python strings and argv lists (`LAUNCH = "composer -n 2
+train.py"`, `subprocess.run([sys.executable, "-m", "composer.cli.launcher", ...])`). A launch of a Python file given
+here checks that file under the launch (process count, flags, offline variables); a value the launch takes from a
+variable is unknown and no finding depends on it.
 
 --device is the device the checked code will run on where it does not name one itself (Composer picks the GPU when
 there is one): auto is a GPU when one is visible here, and gpu is accepted on a machine without one (nothing runs
@@ -30,21 +33,27 @@ it sits in, read from that skill's SKILL.md.
 """
 
 import ast
+import gc
+import io
 import os
 import re
 import shlex
 import stat
 import sys
 import textwrap
+import tokenize
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.dont_write_bytecode = True  # importing the contract must not write __pycache__ into the skill folder
+import smoke_contract  # noqa: E402
 from smoke_contract import EXIT_USAGE, SmokeError, build_parser, run_main  # noqa: E402
 
 SCRIPT = "trap_check.py"
 HERE = Path(__file__).resolve().parent
 MAX_BYTES = 5_000_000  # a training script is far smaller; a bigger file is a data file given by mistake
+PYTHON_VERSION = f"{sys.version_info[0]}.{sys.version_info[1]}"  # the grammar ast.parse knows
 
 
 @dataclass(frozen=True)
@@ -182,9 +191,11 @@ RULES = [
          "every rank reads every sample (Composer refuses it).",
          "sampler=dist.get_sampler(dataset, shuffle=...) (composer.utils.dist)",
          "references/distributed.md#what-the-training-script-needs"),
-    Rule("eval-without-metrics", CP, "evaluation with a model that defines no get_metrics: the default returns {}, so "
-         "evaluation runs and reports nothing.",
-         "define get_metrics(is_train) and update_metric in the model (ComposerClassifier has them)",
+    Rule("eval-without-metrics", CP, "evaluation with a model that reports no metrics (it defines no get_metrics, or "
+         "it is a HuggingFaceModel given neither metrics= nor eval_metrics=): get_metrics returns {}, so evaluation "
+         "runs and reports nothing.",
+         "define get_metrics(is_train) and update_metric in the model (ComposerClassifier has them), or give "
+         "HuggingFaceModel metrics= (eval_metrics= for other metrics in evaluation)",
          "SKILL.md#model-and-data-checklist"),
 ]
 RULE_IDS = {rule.id for rule in RULES}
@@ -447,9 +458,13 @@ class Module:
         self.assigned: dict[str, list[ast.AST]] = {}
         self.edits: dict[str, list[ast.AST]] = {}  # a dict variable -> the statements that change its keys
         self.bases: dict[str, list[ast.AST]] = {}  # a class defined here -> its bases
+        self.functions: dict[str, list[ast.AST]] = {}  # a function defined here (top level first) -> its definitions
+        self.linked: dict[str, tuple[Module, str]] = {}  # a name imported from a project module -> (it, the name there)
+        self.builders: dict[int, list[ast.Call]] = {}  # a function defined here -> the TrainingArguments it builds
         self.calls: list[ast.Call] = []
         self.nodes = list(ast.walk(tree))
         self._parent: dict[int, ast.AST] | None = None
+        self._stores: Counter | None = None
         self._const_names: dict[tuple[str, int], object] = {}
         self._mappings: dict[tuple, tuple[dict, bool]] = {}
         for node in self.nodes:
@@ -472,6 +487,8 @@ class Module:
                         self.edits.setdefault(target.value.id, []).append(node)
             elif isinstance(node, ast.ClassDef):
                 self.bases[node.name] = node.bases
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.functions.setdefault(node.name, []).append(node)
             elif isinstance(node, ast.Call):
                 self.calls.append(node)
                 if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and \
@@ -493,6 +510,14 @@ class Module:
         self.imported: list[tuple[int, Module]] = []  # (line of the import, a project module it imports)
         self._project_names: set[str] | None = None
         self._project_bases: dict[str, list[str]] | None = None
+
+    @property
+    def stores(self) -> Counter:
+        """How many times each name is bound (`x = ...`, `a, x = ...`, `for x in ...`, `with ... as x`)."""
+        if self._stores is None:
+            self._stores = Counter(node.id for node in self.nodes if isinstance(node, ast.Name)
+                                   and isinstance(node.ctx, ast.Store))
+        return self._stores
 
     @property
     def parent(self) -> dict[int, ast.AST]:
@@ -569,12 +594,61 @@ class Module:
             if key not in self._const_names:
                 self._const_names[key] = UNKNOWN  # a name assigned from itself is unknown
                 values = [self.const(value, depth + 1) for value in self.assigned.get(node.id, [])]
+                if not values and node.id in self.linked:  # `from config import MAX_DURATION`: read it there
+                    other, name = self.linked[node.id]
+                    values = [other.const(ast.Name(name), depth + 1)] if name else []
                 self._const_names[key] = values[0] if values and all(value == values[0] for value in values) \
                     else UNKNOWN
             return self._const_names[key]
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id.endswith("Strategy"):
             return node.attr.lower()  # IntervalStrategy.STEPS, SaveStrategy.BEST
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in self.linked and \
+                not self.assigned.get(node.value.id) and not self.linked[node.value.id][1]:
+            return self.linked[node.value.id][0].const(ast.Name(node.attr), depth + 1)  # import config; config.X
         return UNKNOWN
+
+    # -- functions of the project
+    def callee(self, call: ast.Call) -> "tuple[Module, ast.AST] | None":
+        """(module, definition) of the project function ``call`` calls: defined here, imported from a project module
+        (`from data import make_loader`, `data.make_loader`), or the one function of that name in the project."""
+        function = call.func
+        if isinstance(function, ast.Attribute) and isinstance(function.value, ast.Name) and \
+                function.value.id in self.linked and not self.linked[function.value.id][1]:
+            other = self.linked[function.value.id][0]
+            return (other, other.functions[function.attr][0]) if function.attr in other.functions else None
+        if not isinstance(function, ast.Name) or function.id in self.bases:
+            return None
+        if function.id in self.linked:
+            other, name = self.linked[function.id]
+            return (other, other.functions[name][0]) if name in other.functions else None
+        if function.id in self.functions:
+            return self, self.functions[function.id][0]
+        defined = [(part, part.functions[function.id][0]) for part in self.project if function.id in part.functions]
+        return defined[0] if len(defined) == 1 else None
+
+    def returned(self, call: ast.Call) -> "list[tuple[Module, ast.AST]] | None":
+        """(module, expression) per value the project function ``call`` calls returns, a local name followed to the
+        one value the function assigns it; None when ``call`` is not a call of a project function or returns nothing
+        that can be read."""
+        found = self.callee(call)
+        if found is None:
+            return None
+        part, definition = found
+        statements = list(own_nodes(definition))
+        local: dict[str, list[ast.AST]] = {}
+        for node in statements:
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        local.setdefault(target.id, []).append(node.value)
+        values = []
+        for node in statements:
+            if isinstance(node, ast.Return) and node.value is not None:
+                value = node.value
+                if isinstance(value, ast.Name) and len(local.get(value.id, [])) == 1:
+                    value = local[value.id][0]
+                values.append((part, part.resolve(value)))
+        return values or None
 
     def resolve(self, node: ast.AST | None, depth: int = 0) -> ast.AST | None:
         """A name followed to the one expression assigned to it."""
@@ -720,15 +794,49 @@ class Module:
                         if launch.launcher != "python" or launch.args:
                             self.launches.append(launch)
             elif isinstance(node, (ast.List, ast.Tuple)) and node.elts:
-                words = [self.const(element) for element in node.elts]
-                if all(isinstance(word, str) for word in words) and (launcher_name(words[0]) or words[0] in WRAPPERS):
-                    launch = parse_launch(list(words), self.path, node.lineno, {})
+                first = self.launch_word(node.elts[0])
+                if launcher_name(first) or first in WRAPPERS:
+                    words = [first, *map(self.launch_word, node.elts[1:])]
+                    launch = parse_launch(words, self.path, node.lineno, {})
                     if launch:
                         self.launches.append(launch)
+
+    def launch_word(self, node: ast.AST) -> str:
+        """One element of an argv list: its constant value, "python" for sys.executable, the script's file name for
+        a path built around one (`str(HERE / "train.py")`, f"{root}/train.py"), else "$?": a value not known here."""
+        value = self.const(node)
+        if isinstance(value, str):
+            return value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value)
+        if isinstance(node, ast.Attribute) and self.qualname(node) == "sys.executable":
+            return "python"
+        if not isinstance(node, ast.Starred):
+            node = self.resolve(node)
+            scripts = [sub.value for sub in ast.walk(node) if isinstance(sub, ast.Constant)
+                       and isinstance(sub.value, str) and sub.value.endswith(".py")]
+            if len(scripts) == 1:
+                return os.path.basename(scripts[0]) or "$?"
+        return "$?"
 
 
 def line_of(node: ast.AST) -> int:
     return getattr(node, "lineno", 1)
+
+
+def own_nodes(function: ast.AST):
+    """The nodes of a function's body, without those of the functions, lambdas and classes defined inside it."""
+    queue = list(getattr(function, "body", []))
+    while queue:
+        node = queue.pop()
+        yield node
+        queue += [child for child in ast.iter_child_nodes(node)
+                  if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))]
+
+
+def at(module: Module, part: Module, line: int):
+    """Where a finding in ``part`` (a project module ``module`` imports, or itself) is reported."""
+    return line if part is module else (part.path, line)
 
 
 CAUSAL_LM = re.compile(r"CausalLM|LMHeadModel")
@@ -742,14 +850,71 @@ def is_true(value) -> bool:
 
 # ---------------------------------------------------------------- Transformers rules
 
+def builds_arguments(module: Module, call: ast.Call) -> bool:
+    """TrainingArguments(...), Seq2SeqTrainingArguments(...) or a project class derived from one."""
+    short = module.short(call)
+    return short.endswith("TrainingArguments") or (
+        short in module.names and module.inherits(short, lambda name: name.endswith("TrainingArguments")))
+
+
+def forwarded_arguments(module: Module, site: ast.Call) -> list[tuple[ast.AST, dict, bool]]:
+    """The training arguments a project function builds from what ``site`` passes it: `def make(**o): return
+    TrainingArguments(**o)` called as make(output_dir="o", evaluation_strategy="steps"), or `def make(cfg):
+    return TrainingArguments(**cfg)` called with a dict. Keywords written in the function, when it lives in another
+    module, are reported at the call's line."""
+    found = module.callee(site)
+    if found is None:
+        return []
+    part, definition = found
+    if id(definition) not in part.builders:  # a helper called from many lines is read once
+        part.builders[id(definition)] = [
+            node for node in own_nodes(definition) if isinstance(node, ast.Call) and builds_arguments(part, node)
+            and any(keyword.arg is None for keyword in node.keywords)]
+    inner_calls = part.builders[id(definition)]
+    if not inner_calls:
+        return []
+    parameters = definition.args
+    positional = [argument.arg for argument in [*parameters.posonlyargs, *parameters.args]]
+    named = set(positional) | {argument.arg for argument in parameters.kwonlyargs}
+    given, given_complete = module.kwargs(site)
+    results = []
+    for inner in inner_calls:
+        kw, complete = {}, given_complete
+        for keyword in inner.keywords:
+            if keyword.arg is not None:
+                value = keyword.value
+                if part is not module:  # its names mean nothing here: keep the value only when it is a constant
+                    constant = part.const(value)
+                    value = ast.Constant(constant) if constant is not UNKNOWN else ast.Name("")
+                kw[keyword.arg] = (value, keyword.value.lineno if part is module else site.lineno)
+                continue
+            unpacked = keyword.value.id if isinstance(keyword.value, ast.Name) else None
+            if parameters.kwarg is not None and unpacked == parameters.kwarg.arg:  # **o: the site's other keywords
+                kw.update((name, where) for name, where in given.items() if name not in named)
+            elif unpacked in named:  # **cfg, a parameter: the dict the site passes for it
+                index = positional.index(unpacked) if unpacked in positional else None
+                passed = site.args[index] if index is not None and index < len(site.args) and not any(
+                    isinstance(argument, ast.Starred) for argument in site.args[:index + 1]) else \
+                    given.get(unpacked, (None,))[0]
+                if passed is None:
+                    complete = False
+                    continue
+                inner_kw, inner_complete = module.mapping(passed, site.lineno)
+                kw.update(inner_kw)
+                complete &= inner_complete
+            else:
+                complete = False
+        results.append((site, kw, complete))
+    return results
+
+
 def training_arguments(module: Module) -> list[tuple[ast.AST, dict, bool]]:
     """(node, keywords, complete) per set of training arguments built: TrainingArguments, Seq2SeqTrainingArguments
-    and a project class derived from one, and HfArgumentParser(...).parse_dict({...})."""
+    and a project class derived from one, a project function that passes its keywords on to one, and
+    HfArgumentParser(...).parse_dict({...})."""
     found = []
     for call in module.calls:
-        short = module.short(call)
-        if short.endswith("TrainingArguments") or (
-                short in module.names and module.inherits(short, lambda name: name.endswith("TrainingArguments"))):
+        if builds_arguments(module, call):
             found.append((call, *module.kwargs(call)))
         elif isinstance(call.func, ast.Attribute) and call.func.attr == "parse_dict":
             parser = module.resolve(call.func.value)
@@ -757,6 +922,8 @@ def training_arguments(module: Module) -> list[tuple[ast.AST, dict, bool]]:
                 given = call.args[0] if call.args else module.kwargs(call)[0].get("args", (None,))[0]
                 if given is not None:
                     found.append((call, *module.mapping(given, call.lineno)))
+        elif isinstance(call.func, (ast.Name, ast.Attribute)) and (module.functions or module.linked):
+            found += forwarded_arguments(module, call)
     return found
 
 
@@ -780,7 +947,7 @@ def transformers_findings(module: Module, launches: list[Launch]):
         if "tokenizer" in kw:
             yield "trainer-tokenizer", kw["tokenizer"][1], ""
     yield from sequence_classification_findings(module, training, launches)
-    names = module.names | set(module.imports.values())  # an aliased import counts by what it stands for
+    names = module.project_names  # an aliased import counts by what it stands for; model.py's classes count here
     causal = any(CAUSAL_LM.search(name) for name in names) or any(
         module.const(module.kwargs(call)[0].get("mlm", (None,))[0]) is False
         for call in module.calls_named("DataCollatorForLanguageModeling"))
@@ -823,8 +990,8 @@ def best_model_findings(module: Module, call: ast.Call, kw: dict, complete: bool
 
 
 def sequence_classification_findings(module: Module, training: list, launches: list[Launch]):
-    models = [node for node in module.nodes if isinstance(node, (ast.Name, ast.Attribute))
-              and module.qualname(node).endswith("ForSequenceClassification")]
+    models = [node for part in module.project for node in part.nodes if isinstance(node, (ast.Name, ast.Attribute))
+              and part.qualname(node).endswith("ForSequenceClassification")]  # here or in model.py it imports
     if not models:
         return
     fixed = any(any(isinstance(node, ast.Assign) and part.const(node.value) is False and any(
@@ -847,26 +1014,29 @@ def sequence_classification_findings(module: Module, training: list, launches: l
 
 
 def causal_lm_findings(module: Module):
+    """pad_token = eos_token here or in a project module this one imports (the tokenizer set up in data.py for the
+    causal LM trained here), and math.exp(eval_loss) here."""
     eos = lambda node: isinstance(node, ast.Attribute) and node.attr in ("eos_token", "eos_token_id")  # noqa: E731
-    dedicated = [node.lineno for node in module.nodes if isinstance(node, ast.Dict) and any(  # a pad token of its own
-        isinstance(key, ast.Constant) and key.value == "pad_token" and not eos(value)
-        for key, value in zip(node.keys, node.values))]
-    last_dedicated = max(dedicated, default=0)
     trains = any(name.endswith(("Trainer", "Collator", "TrainingArguments")) or name in ("backward", "fit")
-                 for name in module.names | set(module.imports.values()))  # generation alone computes no loss on pads
-    for node in sorted(() if not trains else (node for node in module.nodes if hasattr(node, "lineno")), key=line_of):
-        if node.lineno < last_dedicated:  # replaced later by a pad token of its own
-            continue
-        if isinstance(node, ast.Assign) and eos(node.value) and any(
-                isinstance(target, ast.Attribute) and target.attr in ("pad_token", "pad_token_id")
-                for target in node.targets):
-            yield "pad-token-eos", node.lineno, ""
-        elif isinstance(node, ast.keyword) and node.arg == "pad_token" and eos(node.value):
-            yield "pad-token-eos", node.value.lineno, ""
-        elif isinstance(node, ast.Dict) and any(
-                isinstance(key, ast.Constant) and key.value == "pad_token" and eos(value)
-                for key, value in zip(node.keys, node.values)):
-            yield "pad-token-eos", node.lineno, ""
+                 for name in module.project_names)  # generation alone computes no loss on pads
+    for part in module.project if trains else []:
+        dedicated = [node.lineno for node in part.nodes if isinstance(node, ast.Dict) and any(  # a pad token of its own
+            isinstance(key, ast.Constant) and key.value == "pad_token" and not eos(value)
+            for key, value in zip(node.keys, node.values))]
+        last_dedicated = max(dedicated, default=0)
+        for node in sorted((node for node in part.nodes if hasattr(node, "lineno")), key=line_of):
+            if node.lineno < last_dedicated:  # replaced later by a pad token of its own
+                continue
+            if isinstance(node, ast.Assign) and eos(node.value) and any(
+                    isinstance(target, ast.Attribute) and target.attr in ("pad_token", "pad_token_id")
+                    for target in node.targets):
+                yield "pad-token-eos", at(module, part, node.lineno), ""
+            elif isinstance(node, ast.keyword) and node.arg == "pad_token" and eos(node.value):
+                yield "pad-token-eos", at(module, part, node.value.lineno), ""
+            elif isinstance(node, ast.Dict) and any(
+                    isinstance(key, ast.Constant) and key.value == "pad_token" and eos(value)
+                    for key, value in zip(node.keys, node.values)):
+                yield "pad-token-eos", at(module, part, node.lineno), ""
     eval_loss = lambda node: (isinstance(node, ast.Constant) and node.value == "eval_loss") or (  # noqa: E731
         isinstance(node, ast.Attribute) and node.attr == "eval_loss") or (
         isinstance(node, ast.Name) and node.id == "eval_loss")
@@ -928,6 +1098,73 @@ def token_label_findings(module: Module):
         yield "token-collator-label", written["label"], ""
 
 
+LOOKS = {"exists", "is_dir", "isdir", "is_file", "isfile", "glob", "rglob", "iterdir", "listdir", "scandir", "walk",
+         "get_last_checkpoint"}  # calls that look whether a checkpoint is there
+EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+TRY = (ast.Try, getattr(ast, "TryStar", ast.Try))
+
+
+def looks_for_checkpoint(module: Module, test: ast.AST) -> bool:
+    """Whether a condition looks at the disk or at a checkpoint (names followed into what they were assigned):
+    os.path.exists(...), Path.glob("checkpoint-*"), get_last_checkpoint(...), a has_checkpoint(...) of its own."""
+    def look(node: ast.AST) -> bool:
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        if name is not None:
+            return name in LOOKS or bool(re.search(r"checkpoint|ckpt", name, re.I))
+        return isinstance(node, ast.Constant) and isinstance(node.value, str) and "checkpoint" in node.value
+    return module.mentions(test, look)
+
+
+def exits(body: list[ast.stmt]) -> bool:
+    """Whether a block ends by leaving: return, raise, continue, break, sys.exit(...)."""
+    last = body[-1] if body else None
+    return isinstance(last, EXITS) or (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and
+                                       called_name(last.value.func) in ("exit", "_exit", "quit", "abort"))
+
+
+def called_name(node: ast.AST) -> str:
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+
+
+def puts_checkpoint(statement: ast.AST) -> bool:
+    """Whether a statement puts a checkpoint in place: a call given a checkpoint-N path (shutil.copytree(src,
+    out / "checkpoint-3"))."""
+    return any(isinstance(node, ast.Call) and any(
+        isinstance(sub, ast.Constant) and isinstance(sub.value, str) and "checkpoint-" in sub.value
+        for argument in [*node.args, *(keyword.value for keyword in node.keywords)] for sub in ast.walk(argument))
+        for node in ast.walk(statement))
+
+
+def checkpoint_guarded(module: Module, call: ast.Call) -> bool:
+    """Whether a train(resume_from_checkpoint=True) runs only when a checkpoint is there: inside an if (or a
+    conditional expression, a while) whose condition looks for one, after an if that looks and leaves (return,
+    raise, sys.exit), an assert that looks, or a call that puts a checkpoint-N folder in place, or in a try that
+    handles the error. An unrelated check elsewhere in the file (os.path.exists of a data file) guards nothing."""
+    node = call
+    while id(node) in module.parent and not isinstance(node, ast.Module):
+        parent = module.parent[id(node)]
+        if isinstance(parent, (ast.If, ast.IfExp, ast.While)) and node is not parent.test and \
+                looks_for_checkpoint(module, parent.test):
+            return True
+        if isinstance(parent, TRY) and parent.handlers and node in parent.body:
+            return True
+        for block in ("body", "orelse", "finalbody"):  # the statements before this one in its block
+            statements = getattr(parent, block, None)
+            if isinstance(statements, list) and node in statements:
+                for before in statements[:statements.index(node)]:
+                    if isinstance(before, ast.Assert) and looks_for_checkpoint(module, before.test):
+                        return True
+                    if isinstance(before, ast.If) and looks_for_checkpoint(module, before.test) and (
+                            exits(before.body) or exits(before.orelse)):
+                        return True
+                    if puts_checkpoint(before):
+                        return True
+        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            break
+        node = parent
+    return False
+
+
 def resume_findings(module: Module, training: list, launches: list[Launch]):
     resumes = []
     for call in module.calls:
@@ -935,12 +1172,8 @@ def resume_findings(module: Module, training: list, launches: list[Launch]):
             kw, _ = module.kwargs(call)
             if "resume_from_checkpoint" in kw:
                 resumes.append((call, kw["resume_from_checkpoint"][0]))
-    guarded = {id(inner) for node in module.nodes if isinstance(node, (ast.If, ast.IfExp, ast.Try))
-               for inner in ast.walk(node) if inner is not node}
-    looks = {"exists", "is_dir", "isdir", "glob", "iterdir", "listdir", "get_last_checkpoint"} & module.project_names \
-        or any("checkpoint-" in text for text in module.project_strings)  # it checks that a checkpoint is there
     for call, value in resumes:
-        if module.const(value) is True and id(call) not in guarded and not looks:
+        if module.const(value) is True and not checkpoint_guarded(module, call):
             yield "resume-true-unconditional", call.lineno, ""
         last = lambda node: isinstance(node, ast.Call) and module.short(node) == "get_last_checkpoint"  # noqa: E731
         if module.mentions(value, last) and not any("trainer_state.json" in text for text in module.project_strings):
@@ -953,8 +1186,10 @@ def resume_findings(module: Module, training: list, launches: list[Launch]):
     folder_of: dict[int, object] = {}
     for node, kw, _ in training:
         folder = module.const(kw["output_dir"][0]) if "output_dir" in kw else "trainer_output"  # 5.x's default
-        if folder is UNKNOWN:
-            folder = ast.dump(kw["output_dir"][0])  # the same expression is the same folder
+        if folder is UNKNOWN:  # the same expression is the same folder, unless a name in it is assigned again
+            reassigned = any(isinstance(sub, ast.Name) and module.stores[sub.id] > 1
+                             for sub in ast.walk(kw["output_dir"][0]))
+            folder = ("each its own", id(node)) if reassigned else ast.dump(kw["output_dir"][0])
         folder_of[id(node)] = folder
         if "max_steps" in kw:
             groups.setdefault(folder, {})[module.const(kw["max_steps"][0])] = kw["max_steps"][1]
@@ -1048,7 +1283,8 @@ PADDING = {"attention_mask", "pad_sequence", "padding_value", "pad_token_id", "D
            "DataCollatorForLanguageModeling", "DataCollatorForSeq2Seq", "DataCollatorForTokenClassification"}
 ITERABLE = ("IterableDataset", "StreamingDataset", "StreamingTextDataset", "WebDataset", "DataPipe",
             "IterDataPipe", "IterableDatasetDict")  # a sampler does not apply: the dataset shards itself
-SCORED_MODELS = ("ComposerClassifier", "HuggingFaceModel", "MMDetModel")  # they define get_metrics
+SCORED_MODELS = ("ComposerClassifier", "HuggingFaceModel", "MMDetModel")  # they define get_metrics (HuggingFaceModel
+# reports metrics only when given metrics= or eval_metrics=: `scored` reads its call)
 
 
 def duration_text(module: Module, node: ast.AST | None):
@@ -1074,15 +1310,25 @@ def duration_text(module: Module, node: ast.AST | None):
     return UNKNOWN
 
 
-def dataloaders(module: Module, node: ast.AST | None, depth: int = 0) -> list[ast.Call] | None:
+@dataclass
+class Loader:
+    """A DataLoader(...) call a Trainer reads, the module it is written in, and the DataSpec(...) around it."""
+    part: Module
+    call: ast.Call
+    spec: ast.Call | None = None
+
+
+def dataloaders(module: Module, node: ast.AST | None, depth: int = 0, spec: ast.Call | None = None) \
+        -> list[Loader] | None:
     """The DataLoader(...) calls a train_dataloader or eval_dataloader value reads, through DataSpec, Evaluator,
-    lists and dicts of DataSpec arguments; None when some cannot be told."""
+    lists and dicts of DataSpec arguments and the project functions that return them (in this module or one it
+    imports); None when some cannot be told."""
     node = module.resolve(node)
     if node is None or depth > 4:
         return None
     if isinstance(node, (ast.List, ast.Tuple)):
         found = [dataloaders(module, element, depth + 1) for element in node.elts]
-        return None if None in found else [call for part in found for call in part]
+        return None if None in found else [loader for part in found for loader in part]
     if isinstance(node, ast.ListComp):
         return dataloaders(module, node.elt, depth + 1)
     if isinstance(node, ast.Dict):
@@ -1092,12 +1338,28 @@ def dataloaders(module: Module, node: ast.AST | None, depth: int = 0) -> list[as
         return None
     short, (kw, _) = module.short(node), module.kwargs(node)
     if short == "DataLoader":
-        return [node]
+        return [Loader(module, node, spec)]
     if short in ("DataSpec", "Evaluator"):  # DataSpec(dataloader, ...), Evaluator(label, dataloader, ...)
         position = 1 if short == "Evaluator" else 0
         given = node.args[position] if len(node.args) > position else kw.get("dataloader", (None,))[0]
-        return dataloaders(module, given, depth + 1)
-    return None
+        return dataloaders(module, given, depth + 1, node if short == "DataSpec" else spec)
+    returned = module.returned(node)  # make_loader(data): a project function that builds it
+    if returned is None:
+        return None
+    found = [dataloaders(part, value, depth + 1, spec) for part, value in returned]
+    return None if None in found else [loader for part in found for loader in part]
+
+
+def counts_tokens(loader: Loader) -> bool:
+    """Whether the DataSpec around a loader gives get_num_tokens_in_batch (or may: a `**` that cannot be read)."""
+    if loader.spec is None:
+        return False
+    kw, complete = loader.part.kwargs(loader.spec)
+    return "get_num_tokens_in_batch" in kw or not complete
+
+
+def shuffles(loader: Loader) -> bool:
+    return loader.part.const(loader.part.kwargs(loader.call)[0].get("shuffle", (None,))[0]) is True
 
 
 def iterable_dataset(module: Module, node: ast.AST | None, depth: int = 0) -> bool:
@@ -1139,16 +1401,49 @@ def tokens_counted(module: Module) -> str | None:
     return "no input_ids key or max_seq_len seen here: with neither, no token is counted"
 
 
-def duration_findings(module: Module, kw: dict, name: str):
+def duration_findings(module: Module, kw: dict, name: str, loaders: list[Loader] | None = None):
+    """``loaders``: the train loaders of the Trainer the duration is for, None when they cannot be told (then a
+    get_num_tokens_in_batch anywhere in the project counts for them)."""
     duration = duration_text(module, kw[name][0]) if name in kw else None
     if isinstance(duration, str):
         unit = TIME_STRING.match(duration)
         if WALL_CLOCK.match(duration) or (unit and unit[1].lower() in ("iter", "dur")):
             yield "duration-unit", kw[name][1], f"{name}={duration!r}"
-        elif unit and unit[1].lower() == "tok" and "get_num_tokens_in_batch" not in module.project_names:
+        elif unit and unit[1].lower() == "tok":
+            if (all(map(counts_tokens, loaders)) if loaders else
+                    "get_num_tokens_in_batch" in module.project_names):
+                return
             why = tokens_counted(module)
             if why:
                 yield "tok-uncounted", kw[name][1], f"{name}={duration!r}: {why}"
+
+
+def scored(module: Module, node: ast.AST | None, depth: int = 0) -> tuple[bool | None, str]:
+    """Whether the model a Trainer is given reports metrics: True (ComposerClassifier, a HuggingFaceModel given
+    metrics), False with what it is (a class not seen here, or of the project, with no get_metrics anywhere in the
+    project; a HuggingFaceModel without metrics= or eval_metrics=), None when it cannot be told (a factory function
+    not seen here, a name, a HuggingFaceModel subclass)."""
+    node = module.resolve(node)
+    if not isinstance(node, ast.Call) or depth > 4:
+        return None, ""
+    short = module.short(node)
+    if short == "HuggingFaceModel":  # metrics defaults to None and get_metrics then returns {}
+        kw, complete = module.kwargs(node)
+        given = len(node.args) > 3 or any(
+            module.const(kw[name][0]) is not None for name in ("metrics", "eval_metrics") if name in kw)
+        return (True, "") if given else (None, "") if not complete else \
+            (False, "HuggingFaceModel() without metrics= or eval_metrics=, whose get_metrics returns {}")
+    if module.inherits(short, lambda name: name in SCORED_MODELS):
+        return (None if module.inherits(short, lambda name: name == "HuggingFaceModel") else True), ""
+    returned = module.returned(node)
+    if returned is not None:  # a factory: what it returns
+        verdicts = [scored(part, value, depth + 1) for part, value in returned]
+        if all(verdict is False for verdict, _ in verdicts):
+            return False, f"{short}() returns {verdicts[0][1]}"
+        return (None if None in [verdict for verdict, _ in verdicts] else True), ""
+    if short[:1].isupper() and "get_metrics" not in module.project_names:  # a class of the project, or not seen here
+        return False, f"{short}(), which defines no get_metrics here"
+    return None, ""  # a function not seen here (a library's factory, a module not given): cannot be told
 
 
 def composer_findings(module: Module, launches: list[Launch], device: str, several_jobs: str = ""):
@@ -1158,8 +1453,7 @@ def composer_findings(module: Module, launches: list[Launch], device: str, sever
         if launch.launcher == "composer" and launch.option("-n", "--nproc") is None:
             yield "launch-default-processes", launch, ""
     multi_process = any((launch.processes or 1) > 1 for launch in launches)
-    shuffled = [call for call in module.calls_named("DataLoader") if module.const(
-        module.kwargs(call)[0].get("shuffle", (None,))[0]) is True]
+    shuffled = [Loader(module, call) for call in module.calls_named("DataLoader") if shuffles(Loader(module, call))]
     for call in module.calls if trainers else []:  # trainer.fit(duration=...) trains for that duration
         if isinstance(call.func, ast.Attribute) and call.func.attr == "fit":
             yield from duration_findings(module, module.kwargs(call)[0], "duration")
@@ -1168,7 +1462,8 @@ def composer_findings(module: Module, launches: list[Launch], device: str, sever
         value = lambda name, default=None: module.const(kw[name][0]) if name in kw else default  # noqa: E731
         if call.args:
             yield "positional-trainer", call.lineno, ""
-        yield from duration_findings(module, kw, "max_duration")
+        train = dataloaders(module, kw["train_dataloader"][0]) if "train_dataloader" in kw else None
+        yield from duration_findings(module, kw, "max_duration", train)
         head = {"load_ignore_keys" in kw, value("load_strict_model_weights") is False,
                 value("load_weights_only") is True}
         if "load_path" in kw and ("load_ignore_keys" in kw or value("load_strict_model_weights") is False) and \
@@ -1206,28 +1501,27 @@ def composer_findings(module: Module, launches: list[Launch], device: str, sever
             yield "no-optimizer", call.lineno, ""
         resumes = value("autoresume") is True or ("load_path" in kw and value("load_path") is not None
                                                   and value("load_weights_only") is not True)
-        train = dataloaders(module, kw["train_dataloader"][0]) if "train_dataloader" in kw else None
         if resumes:  # the train loader's order matters; an eval loader's does not
             resumed = train
             if resumed is None:  # the train loader cannot be told: every shuffled loader but the eval ones
                 evaluation = [dataloaders(module, kw["eval_dataloader"][0]) or []] if "eval_dataloader" in kw else []
                 evaluation += [dataloaders(module, evaluator) or [] for evaluator in module.calls_named("Evaluator")]
-                skip = {id(loader) for loaders in evaluation for loader in loaders}
-                resumed = [loader for loader in shuffled if id(loader) not in skip]
+                skip = {id(loader.call) for loaders in evaluation for loader in loaders}
+                resumed = [loader for loader in shuffled if id(loader.call) not in skip]
             for loader in resumed:
-                if loader in shuffled:
-                    yield "shuffle-resume", loader.lineno, ""
+                if shuffles(loader):
+                    yield "shuffle-resume", at(module, loader.part, loader.call.lineno), ""
         for loader in (train or []) if multi_process else []:
-            loader_kw, loader_complete = module.kwargs(loader)
-            dataset = loader.args[0] if loader.args else loader_kw.get("dataset", (None,))[0]
-            if loader_complete and not {"sampler", "batch_sampler"} & set(loader_kw) and len(loader.args) < 3 and \
-                    not iterable_dataset(module, dataset):
-                yield "loader-without-sampler", loader.lineno, ""
-        model = module.resolve(kw["model"][0]) if "model" in kw else None
-        if ("eval_dataloader" in kw or module.calls_named("Evaluator")) and isinstance(model, ast.Call) and \
-                not module.inherits(module.short(model), lambda name: name in SCORED_MODELS) and \
-                "get_metrics" not in module.project_names:
-            yield "eval-without-metrics", kw["model"][1], f"{module.short(model)}() defines no get_metrics here"
+            part, call = loader.part, loader.call
+            loader_kw, loader_complete = part.kwargs(call)
+            dataset = call.args[0] if call.args else loader_kw.get("dataset", (None,))[0]
+            if loader_complete and not {"sampler", "batch_sampler"} & set(loader_kw) and len(call.args) < 3 and \
+                    not iterable_dataset(part, dataset):
+                yield "loader-without-sampler", at(module, part, call.lineno), ""
+        if "eval_dataloader" in kw or module.calls_named("Evaluator"):
+            verdict, why = scored(module, kw["model"][0] if "model" in kw else None)
+            if verdict is False:
+                yield "eval-without-metrics", kw["model"][1], why
 
 
 # ---------------------------------------------------------------- files, the run
@@ -1292,15 +1586,30 @@ def is_shell(path: Path, text: str) -> bool:
 
 
 def read(path: Path) -> str:
-    if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block, /dev/zero never ends
-        raise ValueError("not a regular file: never read")
-    with path.open("rb") as file:
+    """The text of a file, decoded as Python decodes it (a PEP 263 coding line, a UTF-8 byte-order mark, else UTF-8;
+    shell scripts as UTF-8). Opened without blocking and checked on the open file: a FIFO or device put in its place
+    after it was listed is named, never read (a FIFO would block, /dev/zero never ends)."""
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    with os.fdopen(descriptor, "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            raise ValueError("not a regular file: never read")
         data = file.read(MAX_BYTES + 1)
     if len(data) > MAX_BYTES:
         raise ValueError(f"larger than {MAX_BYTES // 1_000_000} MB: not a training script")
     if b"\0" in data:
         raise ValueError("holds NUL bytes: not a text file")
-    return data.decode("utf-8-sig")  # a UTF-8 byte-order mark is valid Python
+    if path.suffix in (".sh", ".bash"):
+        return data.decode("utf-8-sig")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:  # a coding line that names no codec Python has, or bytes that are not UTF-8 without one
+        message = " ".join(str(exc.msg).split())
+        raise ValueError(message if "unknown encoding" in message else
+                         "not UTF-8, and no PEP 263 coding line names its encoding") from None
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not valid {encoding} ({exc.reason} at byte {exc.start})") from None
 
 
 def shown(path: str) -> str:
@@ -1376,21 +1685,30 @@ class Project:
             roots.append(roots[-1].parent)
         found = []
         for node in module.nodes:
-            candidates = []
+            candidates = []  # (a path without .py, the local name it binds, the name it stands for there)
             if isinstance(node, ast.Import):
-                candidates = [root.joinpath(*alias.name.split(".")) for alias in node.names for root in roots]
+                candidates = [(root.joinpath(*alias.name.split(".")), alias.asname or (
+                    alias.name if "." not in alias.name else None), "") for alias in node.names for root in roots]
             elif isinstance(node, ast.ImportFrom) and node.level <= len(folder.parents) + 1:
                 bases = ([folder.parents[node.level - 2]] if node.level > 1 else [folder]) if node.level else roots
                 for base in bases:
                     package = base.joinpath(*node.module.split(".")) if node.module else base
-                    candidates += [package, *(package / alias.name for alias in node.names if alias.name != "*")]
-            for candidate in candidates:
+                    candidates += [(package, None, "")]
+                    candidates += [(package / alias.name, alias.asname or alias.name, "") for alias in node.names
+                                   if alias.name != "*"]
+                    names = [(alias.asname or alias.name, alias.name) for alias in node.names if alias.name != "*"]
+                    candidates += [(package, local, name) for local, name in names]
+            for candidate, local, name in candidates:
                 for file in ([candidate.with_name(candidate.name + ".py")] if candidate.name else []) + [
                         candidate / "__init__.py"]:
                     imported = self.module_at(file)
                     if imported is not None and imported is not module:
-                        found.append((node.lineno, imported))
+                        if local is None or not name:
+                            found.append((node.lineno, imported))
+                        if local is not None and (not name or name in imported.names):
+                            module.linked.setdefault(local, (imported, name))
         self.imports[id(module)] = found
+        module._const_names.clear()  # names imported from project modules are read there from now on
         return found
 
     def link(self, module: Module) -> None:
@@ -1413,6 +1731,18 @@ def check_sources(sources: dict[str, str], skill: str, device: str) -> tuple[lis
 
 
 def check_all(sources: dict[str, str], skill: str, device: str) -> tuple[list[Finding], dict[str, str]]:
+    """check_sources' work, with the cyclic garbage collector paused: ast.parse makes many objects, and each
+    collection they set off walks every object of the process (in a large process, most of the parse time)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _check_all(sources, skill, device)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _check_all(sources: dict[str, str], skill: str, device: str) -> tuple[list[Finding], dict[str, str]]:
     findings, broken, modules, shell_launches = [], {}, {}, []
     for path, text in sources.items():
         if is_shell(Path(path), text):
@@ -1421,7 +1751,9 @@ def check_all(sources: dict[str, str], skill: str, device: str) -> tuple[list[Fi
         try:
             modules[path] = Module(path, ast.parse(text, filename=path))
         except SyntaxError as exc:
-            broken[path] = f"{shown(path)}:{exc.lineno or 1}: does not parse as Python ({' '.join(str(exc.msg).split())})"
+            broken[path] = f"{shown(path)}:{exc.lineno or 1}: does not parse as Python {PYTHON_VERSION}, the Python " \
+                f"this checker runs on ({' '.join(str(exc.msg).split())}; if it is valid in a newer Python, run the " \
+                "checker with that one)"
         except (ValueError, RecursionError, MemoryError) as exc:
             broken[path] = f"{shown(path)}: does not parse as Python ({type(exc).__name__}: {' '.join(str(exc).split())})"
     project = Project(modules)
@@ -1453,7 +1785,8 @@ def check_all(sources: dict[str, str], skill: str, device: str) -> tuple[list[Fi
             broken[path] = f"{shown(path)}: an expression is nested too deeply to check"
             continue
         for rule, where, note in found:
-            where_path, line = (where.path, where.line) if isinstance(where, Launch) else (path, where)
+            where_path, line = (where.path, where.line) if isinstance(where, Launch) else where \
+                if isinstance(where, tuple) else (path, where)  # a tuple: in a project module this one imports
             findings.append(Finding(rule, where_path, line, note))
     for launch in unattached:
         findings += unattached_launch_findings(launch, skill)
@@ -1469,6 +1802,44 @@ def unattached_launch_findings(launch: Launch, skill: str) -> list[Finding]:
 
 
 def body(run) -> None:
+    try:
+        check_paths(run)
+    finally:
+        remove_empty_cache(run.output_dir)
+
+
+def remove_empty_cache(output_dir: Path) -> None:
+    """Remove the empty cache folders the contract makes in the output directory (<dir>/.cache/hf, tmp...): this
+    checker writes nothing, so a rerun with the same --output-dir finds it empty. A folder with a file in it stays."""
+    cache = output_dir / ".cache"
+    if cache.is_symlink() or not cache.is_dir():
+        return
+    for folder, dirs, _files in os.walk(cache, topdown=False):
+        for name in dirs:
+            try:
+                os.rmdir(os.path.join(folder, name))
+            except OSError:  # not empty, or a link to a folder: kept
+                pass
+    try:
+        os.rmdir(cache)
+    except OSError:
+        pass
+
+
+def validate(args) -> None:
+    """An --output-dir an earlier run of this checker left with only its empty cache folders (before they were
+    removed at exit) is emptied of them, so the contract's "not empty" refusal is kept for folders with files."""
+    folder = args.output_dir
+    if folder is not None and folder.is_dir() and not folder.is_symlink():
+        try:
+            entries = [entry.name for entry in folder.iterdir()]
+        except OSError:
+            return
+        if entries == [".cache"] and not any(files for _, _, files in os.walk(folder / ".cache")):
+            remove_empty_cache(folder)
+
+
+def check_paths(run) -> None:
     skill = skill_name()
     if skill not in (TF, CP):
         raise SmokeError(f"no skill found above {HERE} (its SKILL.md names the rules to run): run the copy in a "
@@ -1492,7 +1863,8 @@ def body(run) -> None:
     by_path: dict[str, list[Finding]] = {}
     for finding in findings:
         by_path.setdefault(finding.path, []).append(finding)
-    for path in sources:
+    # a finding may be in a project module a given file imports (data.py found next to train.py): listed after them
+    for path in [*sources, *sorted(set(by_path) - set(sources))]:
         if path in by_path:
             for finding in by_path[path]:
                 rule = rules[finding.rule]
@@ -1501,8 +1873,11 @@ def body(run) -> None:
                           f"{rule.what}{note} Fix: {rule.fix}. See: {rule.see}")
         elif path not in broken:
             run.check(f"clean@{shown(path)}", True, f"no trap of the {len(rules)} rules of {skill}")
-    if broken or unreadable:
-        raise SmokeError("; ".join([*unreadable, *broken.values()]) + ": fix the file or leave it out", EXIT_USAGE)
+    if broken or unreadable:  # exit 2 wins over 1: the check is incomplete; the traps found are still listed
+        also = f" (and {len(findings)} trap{'s' * (len(findings) != 1)} found in what was read, listed above)" \
+            if findings else ""
+        raise SmokeError("; ".join([*unreadable, *broken.values()]) + f": fix the file or leave it out{also}",
+                         EXIT_USAGE)
 
 
 NAMES_HELP = ("each trap found is one [FAIL] line on stderr named RULE@PATH:LINE (a clean file: clean@PATH), with "
@@ -1510,6 +1885,12 @@ NAMES_HELP = ("each trap found is one [FAIL] line on stderr named RULE@PATH:LINE
               "A PATH that holds ':', '@', a quote, a backslash or a character that is not printable is written as "
               "a Python string literal, so a name splits at its first '@' and its last ':'")
 NO_DEVICE_LINE = "  4  the requested device is not there (--device gpu without CUDA)"
+EXIT_2_OVER_1 = ("A file that cannot be read or parsed (for this checker's Python) is exit 2 even when traps were "
+                 "found in the others: the check is incomplete. Each trap found is still a [FAIL] line (and a failed check in "
+                 "--json), and the error line counts them. The checker writes nothing: --output-dir may be given again "
+                 "(the empty cache folders the contract makes there are removed at exit), and a temporary folder whose "
+                 "path holds a brace is accepted (the smoke scripts refuse one because Composer expands {rank} in the "
+                 "paths they write to)")
 
 
 def make_parser():
@@ -1517,13 +1898,26 @@ def make_parser():
     parser = build_parser(SCRIPT, "\n\n".join(paragraphs[:3]), f"python scripts/{SCRIPT} train.py launch.sh\n\n"
                           + "\n".join(textwrap.wrap(NAMES_HELP, 110)))
     parser.epilog = parser.epilog.replace(NO_DEVICE_LINE, "  4  never: --device gpu names the device the checked code "
-                                          "runs on, which this machine need not have")
+                                          "runs on, which this machine need not have") + "\n\n" + "\n".join(
+        textwrap.wrap(EXIT_2_OVER_1, 110))
     parser.add_argument("paths", nargs="*", metavar="PATH", help="Python files, shell scripts or folders to read")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_main(SCRIPT, make_parser(), body, [], argv)
+    refuse_braces = smoke_contract._refuse_braces
+
+    def braces_only_in_output_dir(path: Path, named: str, remedy: str) -> None:
+        # The contract refuses a brace in the temporary folder because Composer would expand it in the paths a smoke
+        # script writes to; this checker runs no Composer and writes nothing there. --output-dir keeps the contract.
+        if named != "the temporary folder":
+            refuse_braces(path, named, remedy)
+
+    smoke_contract._refuse_braces = braces_only_in_output_dir
+    try:
+        return run_main(SCRIPT, make_parser(), body, [], argv, validate)
+    finally:
+        smoke_contract._refuse_braces = refuse_braces
 
 
 if __name__ == "__main__":

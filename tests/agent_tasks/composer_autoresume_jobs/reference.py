@@ -26,6 +26,7 @@ trainer = Trainer(
     autoresume=True, run_name=args.job,  # the same name on every launch of this job
     save_folder=str(args.out / "{run_name}"),  # autoresume looks in the folder, whatever the run name: one per job
 )
-trainer.fit()
+if trainer.state.timestamp < trainer.state.max_duration:  # a relaunch after the last checkpoint
+    trainer.fit()
 torch.save(model.state_dict(), args.out / f"final-{args.job}.pt")
 trainer.close()

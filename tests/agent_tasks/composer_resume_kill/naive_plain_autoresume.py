@@ -1,6 +1,6 @@
 """Naive: autoresume with a stable run name and nothing else: a checkpoint torn by the kill stops the relaunch.
 
-Trap: resumes_past_torn_checkpoint, resumes_without_latest_link
+Trap: resumes_past_torn_checkpoint, resumes_without_latest_link, relaunch_after_last_checkpoint
 Detail: may conflict with a future checkpoint
 """
 

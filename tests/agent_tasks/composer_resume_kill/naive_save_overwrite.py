@@ -1,7 +1,7 @@
 """Naive: autoresume plus save_overwrite=True to get past FileExistsError: with latest-rank0.pt gone the relaunch
 silently trains from batch 0 again.
 
-Trap: resumes_without_latest_link
+Trap: resumes_without_latest_link, relaunch_after_last_checkpoint
 Detail: started over
 """
 

@@ -39,6 +39,7 @@ trainer = Trainer(
     optimizers=torch.optim.SGD(model.parameters(), lr=0.1), max_duration="8ba", device="cpu", seed=0,
     progress_bar=False, save_folder=str(args.out / "checkpoints"), save_interval="1ba",
     autoresume=True, run_name="job")  # relaunches load checkpoints/latest-rank0.pt
-trainer.fit()
+if trainer.state.timestamp < trainer.state.max_duration:  # a relaunch after the last checkpoint
+    trainer.fit()
 torch.save(model.state_dict(), args.out / "final.pt")
 trainer.close()

@@ -55,8 +55,26 @@ def unlinked(folder: Path) -> str:
     return "ep0-ba4-rank0.pt complete, no latest-rank0.pt"
 
 
+def finished(ctx, reference: dict) -> None:
+    """A kill after the last checkpoint, before final.pt: the relaunch has nothing left to train."""
+    out, state = ctx.work / "finished", "every checkpoint written, final.pt not yet"
+    first = ctx.run(out, label="finished launch 1")
+    if not first.ok:
+        return ctx.check("relaunch_after_last_checkpoint", False, first.error())
+    (out / "final.pt").unlink(missing_ok=True)
+    second = ctx.run(out, label="finished relaunch")
+    if not second.ok:
+        return ctx.check("relaunch_after_last_checkpoint", False, f"{state}: {second.error()}")
+    weights = final_weights(out)
+    differ = ["final.pt"] if weights is None else [k for k in reference if not reference[k].equal(weights.get(k))]
+    ctx.check("relaunch_after_last_checkpoint", second.steps == 0 and not differ,
+              f"{state}: the relaunch took {second.steps} optimizer steps (0 were left)"
+              + (f", final.pt differs in {differ[:3]}" if differ else ""))
+
+
 def grade(ctx) -> None:
-    later = ("resumes_past_torn_checkpoint", "resumes_without_latest_link", "resumed_weights_match")
+    later = ("resumes_past_torn_checkpoint", "resumes_without_latest_link", "resumed_weights_match",
+             "relaunch_after_last_checkpoint")
     uninterrupted = ctx.run(ctx.work / "uninterrupted", label="uninterrupted")
     reference = final_weights(ctx.work / "uninterrupted") if uninterrupted.ok else None
     if not ctx.check("fresh_start_runs", reference is not None and uninterrupted.steps == BATCHES,
@@ -70,3 +88,4 @@ def grade(ctx) -> None:
                             reference))
     if not any(resumed):
         ctx.skip("resumed_weights_match", because="no relaunch resumed")
+    finished(ctx, reference)
