@@ -290,6 +290,9 @@ CLAIMS = [
     (TT, "without `trainer_state.json` is incomplete and cannot be resumed", [
         "error:resume-incomplete-checkpoint", FDT + "test_deleting_the_incomplete_checkpoint_resumes_bit_exact",
         'block:assert last_complete_checkpoint("outputs/killed")']),
+    (TT, "Deleting it is optional, the resumed run writes `checkpoint-N` again whole", [
+        "tests/test_agent_questions_transformers.py::test_a_torn_checkpoint_skipped_by_the_job_is_written_again_on_resume",
+        FDT + "test_deleting_the_incomplete_checkpoint_resumes_bit_exact"]),
     (TT, "A full disk, a kill, or an interrupted copy between machines", [
         FDT + "test_the_trainer_raises_on_these_damages", FDT + "test_missing_optimizer_or_scheduler_restarts_both_silently"]),
     (TT, "| `model.safetensors` | `Can't find a valid checkpoint at ...` (above)", [
