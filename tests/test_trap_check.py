@@ -1046,3 +1046,191 @@ def test_r4_d6_a_fifo_put_in_a_file_s_place_is_never_waited_on(tmp_path):
     reader.start()
     reader.join(timeout=10)
     assert not reader.is_alive() and outcome == ["not a regular file: never read"], outcome
+
+
+# ---- the fifth outside review (issue #14): wrong findings, misses and input defects (one test per item) ----
+
+def test_r5_w1_a_model_class_from_a_library_not_seen_is_no_finding(tmp_path):
+    """llmfoundry's ComposerMPTCausalLM defines get_metrics in a package the checker cannot read: it cannot tell."""
+    train = ("from composer import Trainer\n{}\nmodel = {}(cfg)\nTrainer(model=model, optimizers=o, "
+             "eval_dataloader=val)\n")
+    assert rules_found(CP, {"t.py": train.format("from llmfoundry.models.mpt import ComposerMPTCausalLM",
+                                                 "ComposerMPTCausalLM")}) == set()
+    assert rules_found(CP, {"t.py": train.format("import llmfoundry", "llmfoundry.ComposerMPTCausalLM")}) == set()
+    own = "import sys\nsys.path.insert(0, data)\nfrom net import Net"  # the project's own, placed at run time
+    assert rules_found(CP, {"t.py": train.format(own, "Net")}) == {"eval-without-metrics"}
+    files = {"model.py": "class Net(ComposerModel):\n    pass\n", "t.py": train.format("from model import Net", "Net")}
+    assert project_found(CP, tmp_path, files, ["t.py"]) == {("eval-without-metrics", "t.py")}  # seen: no get_metrics
+
+
+def test_r5_w2_eos_as_the_generation_config_s_pad_is_no_trap():
+    code = """
+        from transformers import AutoModelForCausalLM, DataCollatorForLanguageModeling, Trainer
+        model = AutoModelForCausalLM.from_pretrained("m")
+        tokenizer.add_special_tokens({"pad_token": "[PAD]"})
+        model.resize_token_embeddings(len(tokenizer))
+        model.generation_config.pad_token_id = tokenizer.eos_token_id
+        Trainer(model=model, data_collator=DataCollatorForLanguageModeling(tokenizer, mlm=False)).train()
+        """
+    assert rules_found(HF, {"t.py": code}) == set()
+    assert rules_found(HF, {"t.py": code + "tokenizer.pad_token_id = tokenizer.eos_token_id\n"}) == {"pad-token-eos"}
+
+
+def test_r5_w3_data_collator_for_seq2seq_keeps_the_eos_label_when_pad_is_eos():
+    """Measured on the installed Transformers: with pad = eos, DataCollatorForLanguageModeling(mlm=False) sets the
+    real EOS label to -100, DataCollatorForSeq2Seq pads labels with label_pad_token_id (-100) and keeps it."""
+    from transformers import DataCollatorForLanguageModeling, DataCollatorForSeq2Seq
+
+    from support.transformers_kit import word_tokenizer
+
+    tokenizer = word_tokenizer(eos_token="</s>", pad_token="</s>")
+    eos = tokenizer.eos_token_id
+    rows = [{"input_ids": [2, 3, eos], "labels": [2, 3, eos]}, {"input_ids": [4, eos], "labels": [4, eos]}]
+    kept = DataCollatorForSeq2Seq(tokenizer)(rows)["labels"].tolist()
+    assert kept == [[2, 3, eos], [4, eos, -100]], kept
+    masked = DataCollatorForLanguageModeling(tokenizer, mlm=False)([{"input_ids": row["input_ids"]} for row in rows])
+    assert masked["labels"][0].tolist() == [2, 3, -100], masked["labels"]
+    code = """
+        from transformers import AutoModelForCausalLM, {collator}, Trainer
+        tokenizer.pad_token = tokenizer.eos_token
+        model = AutoModelForCausalLM.from_pretrained("m")
+        Trainer(model=model, data_collator={collator}(tokenizer)).train()
+        """
+    assert rules_found(HF, {"t.py": code.format(collator="DataCollatorForSeq2Seq")}) == set()
+    assert rules_found(HF, {"t.py": code.format(collator="DataCollatorForLanguageModeling")}) == {"pad-token-eos"}
+
+
+def test_r5_w4_an_own_dataclass_named_like_training_arguments_is_not_one():
+    own = """
+        from dataclasses import dataclass
+        @dataclass
+        class ExperimentTrainingArguments{base}:
+            warmup_ratio: float = 0.06
+        ExperimentTrainingArguments(output_dir="o", warmup_ratio=0.1, logging_dir="tb")
+        """
+    assert rules_found(HF, {"t.py": own.format(base="")}) == set()
+    assert rules_found(HF, {"t.py": "from transformers import TrainingArguments\n" + textwrap.dedent(
+        own.format(base="(TrainingArguments)"))}) == {"removed-warmup_ratio", "removed-logging_dir"}
+    assert rules_found(HF, {"t.py": "from optimum.habana import GaudiTrainingArguments\n"
+                                    "GaudiTrainingArguments(output_dir='o', no_cuda=True)"}) == {"removed-no_cuda"}
+
+
+def test_r5_w5_launch_flags_of_a_script_with_its_own_parser_are_not_training_arguments(tmp_path):
+    plain = """
+        import argparse
+        from transformers import TrainingArguments
+        p = argparse.ArgumentParser()
+        p.add_argument("--warmup_ratio", type=float, default=0.1)
+        a = p.parse_args()
+        TrainingArguments(output_dir="out", warmup_steps=a.warmup_ratio)
+        """
+    launch = "python train.py --warmup_ratio 0.06 --logging_dir runs/tb\n"
+    files = {"train.py": plain, "run.sh": launch}
+    assert project_found(HF, tmp_path, files) == set()
+    assert project_found(HF, tmp_path, files, ["run.sh"]) == set()  # train.py read next to run.sh
+    hf = "from transformers import HfArgumentParser, TrainingArguments\n" \
+         "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"
+    assert project_found(HF, tmp_path, {"train.py": hf, "run.sh": launch}) == {
+        ("removed-warmup_ratio", "run.sh"), ("removed-logging_dir", "run.sh")}
+    assert project_found(HF, tmp_path, {"run.sh": launch.replace("train.py", "gone.py")}) == {
+        ("removed-warmup_ratio", "run.sh"), ("removed-logging_dir", "run.sh")}  # not seen: named
+
+
+def test_r5_w6_an_unknown_mapping_suppresses_findings_from_defaults():
+    for code in ('extra = json.load(open("cfg.json"))\nTrainingArguments(output_dir="o", load_best_model_at_end=True,'
+                 ' save_strategy="epoch", metric_for_best_model="f1", **extra)',
+                 'TrainingArguments(output_dir="o", eval_strategy="steps", eval_steps=100, load_best_model_at_end=True,'
+                 ' metric_for_best_model="f1", **cfg["training"])'):
+        assert rules_found(HF, {"t.py": code}) == set(), code
+        assert rules_found(HF, {"t.py": code.replace(", **extra", "").replace(', **cfg["training"]', "")}) & {
+            "best-strategy-mismatch", "best-unsaved-eval"}, code
+
+
+def test_r5_w8_accelerate_cpu_counts_as_one_process_for_the_other_rules(tmp_path):
+    files = {"train.py": "from transformers import AutoModelForSequenceClassification\n"
+                         "model = AutoModelForSequenceClassification.from_pretrained('m')\n",
+             "run.sh": "accelerate launch --cpu --num_processes 2 train.py\n"}
+    assert project_found(HF, tmp_path, files) == {("accelerate-cpu-processes", "run.sh")}
+    files["run.sh"] = "accelerate launch --num_processes 2 train.py\n"
+    assert project_found(HF, tmp_path, files) == {("seqcls-loss-scaling", "run.sh")}
+
+
+def test_r5_m1_a_look_at_a_data_file_guards_no_resume():
+    resume = "trainer.train(resume_from_checkpoint=True)"
+    for unrelated in ('if not os.path.exists("data/train.json"):\n    raise SystemExit(1)\n' + resume,
+                      'DATA = "data/train.json"\nif os.path.exists(DATA):\n    ' + resume,
+                      'if not os.path.isdir("/data/cache"):\n    exit(0)\n' + resume,
+                      'trainer.train(resume_from_checkpoint=True if os.path.exists("data/x.json") else None)'):
+        assert rules_found(HF, {"t.py": unrelated}) == {"resume-true-unconditional"}, unrelated
+    for guarded in ('OUT = "out"\nif os.path.isdir(OUT) and os.listdir(OUT):\n    ' + resume,
+                    "if os.path.isdir(args.output_dir):\n    " + resume,
+                    'trainer.train(resume_from_checkpoint=bool(glob.glob("out/checkpoint-*/trainer_state.json")))'):
+        assert rules_found(HF, {"t.py": guarded}) == set(), guarded
+
+
+def test_r5_m2_a_loader_helper_s_shuffle_parameter_is_followed(tmp_path):
+    data = "from torch.utils.data import DataLoader\ndef make_loader(n=64, shuffle={}):\n" \
+           "    return DataLoader(ds, batch_size=8, shuffle=shuffle)\n"
+    train = "from composer import Trainer\nfrom data import make_loader\nTrainer(model=m, optimizers=o, " \
+            "train_dataloader=make_loader({}), autoresume=True, run_name='j', save_folder='c/{{run_name}}')\n"
+    for default, passed in (("True", ""), ("False", "shuffle=True"), ("False", "64, True")):
+        files = {"data.py": data.format(default), "train.py": train.format(passed)}
+        assert project_found(CP, tmp_path, files, ["train.py"]) == {("shuffle-resume", "data.py")}, passed
+    for default, passed in (("False", ""), ("True", "shuffle=False"), ("True", "shuffle=flag")):
+        files = {"data.py": data.format(default), "train.py": train.format(passed)}
+        assert project_found(CP, tmp_path, files, ["train.py"]) == set(), passed
+
+
+def test_r5_m3_dataclass_and_argparse_defaults_are_followed():
+    model = "model = AutoModelForSequenceClassification.from_pretrained('m')\n"
+    dataclass = model + "@dataclass\nclass Cfg:\n    grad_accum: int = {}\ncfg = Cfg()\n" \
+        "TrainingArguments(output_dir='o', gradient_accumulation_steps=cfg.grad_accum)\n"
+    argparse = model + "p = argparse.ArgumentParser()\np.add_argument('--grad_accum', type=int, default={})\n" \
+        "a = p.parse_args()\nTrainingArguments(output_dir='o', gradient_accumulation_steps=a.grad_accum)\n"
+    for code in (dataclass, argparse):
+        assert rules_found(HF, {"t.py": code.format(8)}) == {"seqcls-loss-scaling"}, code
+        assert rules_found(HF, {"t.py": code.format(1)}) == set(), code
+    assert rules_found(HF, {"t.py": dataclass.format(8).replace("Cfg()", "Cfg(grad_accum=1)")}) == set()
+
+
+def test_r5_m5_imported_project_modules_are_checked_for_their_own_traps(tmp_path):
+    files = {"metrics.py": 'import evaluate\nmetric = evaluate.load("accuracy")\n',
+             "helpers.py": "from transformers import TrainingArguments\ndef make_args(out, **more):\n"
+                           "    base = dict(evaluation_strategy='epoch')\n    base.update(more)\n"
+                           "    return TrainingArguments(output_dir=out, **base)\n",
+             "train.py": "from metrics import metric\nfrom helpers import make_args\nargs = make_args('o')\n"}
+    assert project_found(HF, tmp_path, files, ["train.py"]) == {("evaluate-hub-load", "metrics.py"),
+                                                                ("removed-evaluation_strategy", "helpers.py")}
+    files["metrics.py"] = 'import evaluate\nmetric = evaluate.load("assets/accuracy_metric.py")\n'
+    files["helpers.py"] = files["helpers.py"].replace("evaluation_strategy", "eval_strategy")
+    assert project_found(HF, tmp_path, files, ["train.py"]) == set()
+
+
+def test_r5_m6_slurm_job_scripts_are_shell_and_a_makefile_is_named(tmp_path):
+    (tmp_path / "job.sbatch").write_text("#SBATCH --gres=gpu:4\nsrun composer train.py\n")
+    (tmp_path / "job.slurm").write_text("#SBATCH --gres=gpu:2\ncomposer -n 2 train.py\n")
+    result = run_python([str(CHECKERS[CP]), str(tmp_path), "--json"], tmp_path)
+    assert_one_line_error(result, 1, "launch-default-processes@")
+    assert {check["name"] for check in result.json["checks"]} == {
+        f"launch-default-processes@{tmp_path / 'job.sbatch'}:2", f"clean@{tmp_path / 'job.slurm'}"}
+    (tmp_path / "Makefile").write_text("train:\n\tcomposer -n 2 train.py\n")
+    assert_one_line_error(run_python([str(CHECKERS[CP]), str(tmp_path / "Makefile")], tmp_path), 2,
+                          "Makefile: not a Python or shell file")
+
+
+def test_r5_m7_argv_lists_built_from_parts_are_launches():
+    loader = "\nloader = DataLoader(data, batch_size=4)\nTrainer(model=m, optimizers=o, train_dataloader=loader)\n"
+    for launch in ('base = ["torchrun", "--nproc_per_node=2"]\nsubprocess.check_call(base + ["t.py"])',
+                   'base = ["torchrun", "--nproc_per_node=2"]\nsubprocess.check_call([*base, "t.py"])',
+                   'NPROC = 2\nsubprocess.run([sys.executable, "-m", "composer.cli.launcher", "-n", str(NPROC), '
+                   '"t.py"])'):
+        assert rules_found(CP, {"t.py": launch + loader}) == {"loader-without-sampler"}, launch
+        assert rules_found(CP, {"t.py": launch.replace("2", "1") + loader}) == set(), launch
+
+
+def test_r5_h1_a_latin1_byte_in_a_shell_comment_is_read_as_bash_runs_it(tmp_path):
+    script = tmp_path / "run.sh"
+    script.write_bytes(b"# caf\xe9\naccelerate launch --cpu --num_processes 2 train.py\n")
+    assert_one_line_error(run_python([str(CHECKERS[HF]), str(script)], tmp_path), 1, "accelerate-cpu-processes@")
+    script.write_bytes(b"# caf\xe9\ntorchrun --nproc_per_node 2 train.py\n")
+    assert run_python([str(CHECKERS[HF]), str(script)], tmp_path).returncode == 0

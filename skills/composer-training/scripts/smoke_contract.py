@@ -323,7 +323,7 @@ def package_versions(distributions: list[str]) -> dict[str, str | None]:
 class SmokeRun:
     """Collects checks, owns the output directory and prints the summary. Use through ``run_main``."""
 
-    def __init__(self, script: str, args: argparse.Namespace, distributions: list[str]):
+    def __init__(self, script: str, args: argparse.Namespace, distributions: list[str], braced_tmpdir_ok: bool = False):
         self.script = script
         self.args = args
         self.distributions = distributions
@@ -331,7 +331,7 @@ class SmokeRun:
         self.device = args.device
         self.started = time.perf_counter()
         self._temporary = args.output_dir is None
-        self.output_dir = self._prepare_output_dir(args.output_dir)
+        self.output_dir = self._prepare_output_dir(args.output_dir, braced_tmpdir_ok)
         try:
             self._isolate_caches()
         except BaseException:
@@ -340,10 +340,11 @@ class SmokeRun:
         self._clear_distributed_env()
 
     @staticmethod
-    def _prepare_output_dir(requested: Path | None) -> Path:
+    def _prepare_output_dir(requested: Path | None, braced_tmpdir_ok: bool) -> Path:
         if requested is None:
-            _refuse_braces(Path(tempfile.gettempdir()).resolve(), "the temporary folder",
-                           "set TMPDIR to a folder without braces or give --output-dir")
+            if not braced_tmpdir_ok:
+                _refuse_braces(Path(tempfile.gettempdir()).resolve(), "the temporary folder",
+                               "set TMPDIR to a folder without braces or give --output-dir")
             return Path(tempfile.mkdtemp(prefix="smoke-")).resolve()
         for path in [requested, *requested.parents]:  # mkdir would only say "File exists"
             if path.is_symlink() and not path.exists():
@@ -454,8 +455,11 @@ def _refuse_braces(path: Path, named: str, remedy: str) -> None:
 
 
 def run_main(script: str, parser: argparse.ArgumentParser, body, distributions: list[str],
-             argv: list[str] | None = None, validate=None) -> int:
+             argv: list[str] | None = None, validate=None, braced_tmpdir_ok: bool = False) -> int:
     """Parse, run ``body(run)``, print the summary and return the contract exit code.
+
+    A temporary folder with braces is refused (Composer would expand them in the paths a smoke script writes to)
+    unless ``braced_tmpdir_ok``: for scripts that run no Composer; ``--output-dir`` with braces is always refused.
 
     ``validate(args)`` runs before anything is imported or written and may raise SmokeError (usage errors).
     ``body(run)`` records checks with ``run.check``; a failed check gives exit code 1. SIGINT and SIGTERM reach
@@ -470,7 +474,7 @@ def run_main(script: str, parser: argparse.ArgumentParser, body, distributions: 
                 args = parser.parse_args(argv)
                 if validate is not None:
                     validate(args)
-                run = SmokeRun(script, args, distributions)
+                run = SmokeRun(script, args, distributions, braced_tmpdir_ok)
                 gate.run_body(body, run)
                 failed = [check["name"] for check in run.checks if not check["ok"]]
                 if not run.checks:

@@ -12,9 +12,9 @@
 """Trap check: read training code and launch commands, without running or importing them, and name every trap this
 skill documents that they contain: the rule, the file and line, what goes wrong, the fix and the section to read.
 
-Give Python files, shell scripts (.sh, .bash) or folders (searched for both). Python is read with the standard
-library's ast, decoded as Python decodes it (a PEP 263 coding line); constant values are followed through simple
-assignments (`args = dict(...)`, `cfg["x"] = ...` then `TrainingArguments(**args)`, a variable that holds a model
+Give Python files, shell scripts (.sh, .bash, .sbatch, .slurm) or folders (searched for both). Python is read with
+the standard library's ast, decoded as Python decodes it (a PEP 263 coding line); constant values are followed through
+simple assignments (`args = dict(...)`, `cfg["x"] = ...` then `TrainingArguments(**args)`, a variable that holds a model
 class) and into the functions of the project that build what a Trainer gets (a model factory, a DataLoader helper,
 `def make(**o): return TrainingArguments(**o)`); imports are followed to tell Composer's Trainer from Transformers',
 and a module the code imports from its own project (given here, or a file next to it) is read for what it defines (a
@@ -34,19 +34,25 @@ each skill's scripts/ folder (`make sync`; the suite fails when a copy drifts). 
 it sits in, read from that skill's SKILL.md.
 """
 
-import ast
-import gc
-import io
 import os
-import re
-import shlex
-import stat
+import signal
 import sys
-import textwrap
-import tokenize
-from collections import Counter
-from dataclasses import dataclass, field
-from pathlib import Path
+
+if __name__ == "__main__":  # Ctrl-C while the modules below load: one line and exit 130, as run_main's handler gives
+    signal.signal(signal.SIGINT, lambda signum, frame: (
+        os.write(2, b"trap_check.py: error: interrupted by SIGINT\n"), os._exit(128 + signal.SIGINT)))
+
+import ast  # noqa: E402
+import gc  # noqa: E402
+import io  # noqa: E402
+import re  # noqa: E402
+import shlex  # noqa: E402
+import stat  # noqa: E402
+import textwrap  # noqa: E402
+import tokenize  # noqa: E402
+from collections import Counter  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 sys.dont_write_bytecode = True  # importing the contract must not write __pycache__ into the skill folder
 import smoke_contract  # noqa: E402
@@ -253,6 +259,7 @@ class Launch:
     args: list[str]  # the script's flags
     env: dict[str, str] = field(default_factory=dict)
     several: str = ""  # why this line starts several different jobs (a shell loop over a variable, a Slurm array)
+    runs: object = None  # the Module of the script it runs, when that file is given or found next to the launch
 
     def option(self, *names: str) -> str | None:
         """The value of a launcher option given as `--x N`, `--x=N` or `-nN`; '' for a bare flag."""
@@ -267,7 +274,16 @@ class Launch:
 
     @property
     def processes(self) -> int | None:
-        """Processes started; None when the default or a variable decides."""
+        """Processes started; None when the default or a variable decides. accelerate launch --cpu runs one process
+        whatever --num_processes says (accelerate-cpu-processes names that): the other rules count one."""
+        requested = self.requested
+        if requested is not None and self.launcher == "accelerate" and self.option("--cpu") is not None:
+            return 1
+        return requested
+
+    @property
+    def requested(self) -> int | None:
+        """The process count the launch line asks for; None when the default or a variable decides."""
         value = {"accelerate": self.option("--num_processes", "--num-processes"),
                  "torchrun": self.option("--nproc_per_node", "--nproc-per-node"),
                  "composer": self.option("-n", "--nproc"),
@@ -460,6 +476,9 @@ class Module:
         self.assigned: dict[str, list[ast.AST]] = {}
         self.edits: dict[str, list[ast.AST]] = {}  # a dict variable -> the statements that change its keys
         self.bases: dict[str, list[ast.AST]] = {}  # a class defined here -> its bases
+        self.classes: dict[str, list[ast.ClassDef]] = {}
+        self._attribute_stores: set[tuple[str, str]] | None = None
+        self._arguments: dict[tuple, list[dict]] | None = None
         self.functions: dict[str, list[ast.AST]] = {}  # a function defined here (top level first) -> its definitions
         self.linked: dict[str, tuple[Module, str]] = {}  # a name imported from a project module -> (it, the name there)
         self.builders: dict[int, list[ast.Call]] = {}  # a function defined here -> the TrainingArguments it builds
@@ -489,6 +508,7 @@ class Module:
                         self.edits.setdefault(target.value.id, []).append(node)
             elif isinstance(node, ast.ClassDef):
                 self.bases[node.name] = node.bases
+                self.classes.setdefault(node.name, []).append(node)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.functions.setdefault(node.name, []).append(node)
             elif isinstance(node, ast.Call):
@@ -508,10 +528,12 @@ class Module:
                         and isinstance(node.value, str) and id(node) not in docstrings}
         if read_launches:  # a project module found next to a given one is read only for what it defines
             self._read_launch_strings()
+        self.found_nearby = not read_launches  # not given: found next to a given module that imports it
         self.project: list[Module] = [self]  # this module and the project modules it imports (Project.link)
         self.imported: list[tuple[int, Module]] = []  # (line of the import, a project module it imports)
         self._project_names: set[str] | None = None
         self._project_bases: dict[str, list[str]] | None = None
+        self._project_classes: set[str] | None = None
 
     @property
     def stores(self) -> Counter:
@@ -536,6 +558,13 @@ class Module:
             self._project_names = set().union(*(module.names | set(module.imports.values())
                                                 for module in self.project))
         return self._project_names
+
+    @property
+    def project_classes(self) -> set[str]:
+        """The classes defined in this module and the project modules it imports."""
+        if self._project_classes is None:
+            self._project_classes = {name for part in self.project for name in part.bases}
+        return self._project_classes
 
     @property
     def project_strings(self) -> set[str]:
@@ -604,9 +633,59 @@ class Module:
             return self._const_names[key]
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id.endswith("Strategy"):
             return node.attr.lower()  # IntervalStrategy.STEPS, SaveStrategy.BEST
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+                isinstance(self.single(node.value.id), ast.Call):
+            return self.field_default(self.single(node.value.id), node.value.id, node.attr, depth)
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in self.linked and \
                 not self.assigned.get(node.value.id) and not self.linked[node.value.id][1]:
             return self.linked[node.value.id][0].const(ast.Name(node.attr), depth + 1)  # import config; config.X
+        return UNKNOWN
+
+    def field_default(self, holder: ast.Call, name: str, attribute: str, depth: int):
+        """``name.attribute`` where ``name = holder``: an argparse default (`p.add_argument("--grad_accum",
+        default=8)` and `a = p.parse_args()`) or a field of a dataclass of this module (`cfg = Cfg()`, `grad_accum:
+        int = 4`), unless the value is set on it again; UNKNOWN otherwise."""
+        if self._attribute_stores is None:
+            self._attribute_stores = {(node.value.id, node.attr) for node in self.nodes if isinstance(
+                node, ast.Attribute) and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name)}
+        if (name, attribute) in self._attribute_stores:
+            return UNKNOWN
+        function = holder.func
+        if isinstance(function, ast.Attribute) and function.attr == "parse_args" and not holder.args and \
+                not holder.keywords and isinstance(function.value, ast.Name):
+            if self._arguments is None:  # (parser, dest) -> the add_argument calls: read once per module
+                self._arguments = {}
+                for call in self.calls:
+                    if isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument" and \
+                            isinstance(call.func.value, ast.Name):
+                        flags = [self.const(argument) for argument in call.args]
+                        kw = {keyword.arg: keyword.value for keyword in call.keywords if keyword.arg}
+                        long = [flag for flag in flags if isinstance(flag, str) and flag.startswith("--")]
+                        dest = self.const(kw["dest"]) if "dest" in kw else \
+                            long[0][2:].replace("-", "_") if long else None
+                        self._arguments.setdefault((call.func.value.id, dest), []).append(kw)
+            given = self._arguments.get((function.value.id, attribute), [])
+            if len(given) != 1 or "default" not in given[0] or "action" in given[0] or \
+                    self.const(given[0].get("required")) is True:
+                return UNKNOWN
+            return self.const(given[0]["default"], depth + 1)
+        if not isinstance(function, ast.Name) or len(self.classes.get(function.id, [])) != 1 or holder.args:
+            return UNKNOWN
+        definition = self.classes[function.id][0]
+        if not any("dataclass" in ast.dump(decorator) for decorator in definition.decorator_list):
+            return UNKNOWN
+        for keyword in holder.keywords:
+            if keyword.arg is None:
+                return UNKNOWN
+            if keyword.arg == attribute:
+                return self.const(keyword.value, depth + 1)
+        for statement in definition.body:
+            if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and \
+                    statement.target.id == attribute and statement.value is not None:
+                value = statement.value
+                if isinstance(value, ast.Call) and called_name(value.func) == "field":
+                    value = next((keyword.value for keyword in value.keywords if keyword.arg == "default"), None)
+                return self.const(value, depth + 1)
         return UNKNOWN
 
     # -- functions of the project
@@ -787,6 +866,7 @@ class Module:
 
     # -- launch commands written as strings or argv lists
     def _read_launch_strings(self) -> None:
+        seen: set[int] = set()
         for node in self.nodes:
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 4000 and \
                     id(node) not in self._prose:
@@ -795,18 +875,48 @@ class Module:
                     for launch in launches_in_shell(node.value, self.path, node.lineno):
                         if launch.launcher != "python" or launch.args:
                             self.launches.append(launch)
-            elif isinstance(node, (ast.List, ast.Tuple)) and node.elts:
-                first = self.launch_word(node.elts[0])
+            elif isinstance(node, (ast.List, ast.Tuple, ast.BinOp)):
+                if isinstance(node, ast.BinOp) and id(self.parent.get(id(node))) in seen:
+                    continue  # a part of a longer `a + b + c`: read as the whole
+                elements = self.argv_elements(node)
+                seen.add(id(node))
+                if not elements:
+                    continue
+                first = self.launch_word(elements[0])
                 if launcher_name(first) or first in WRAPPERS:
-                    words = [first, *map(self.launch_word, node.elts[1:])]
+                    words = [first, *map(self.launch_word, elements[1:])]
                     launch = parse_launch(words, self.path, node.lineno, {})
                     if launch:
                         self.launches.append(launch)
+
+    def argv_elements(self, node: ast.AST, depth: int = 0) -> list[ast.AST] | None:
+        """The elements of an argv list: [...], base + [...], [*base, ...], a name assigned one of them."""
+        node = self.resolve(node) if depth else node
+        if depth > 4:
+            return None
+        if isinstance(node, (ast.List, ast.Tuple)):
+            elements = []
+            for element in node.elts:
+                if isinstance(element, ast.Starred):
+                    inner = self.argv_elements(element.value, depth + 1)
+                    if inner is None:
+                        return elements + [element] if elements else None  # the rest is not known here
+                    elements += inner
+                else:
+                    elements.append(element)
+            return elements
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left = self.argv_elements(node.left, depth + 1)
+            right = self.argv_elements(node.right, depth + 1)
+            return None if left is None else left + (right if right is not None else [ast.Name("")])
+        return None
 
     def launch_word(self, node: ast.AST) -> str:
         """One element of an argv list: its constant value, "python" for sys.executable, the script's file name for
         a path built around one (`str(HERE / "train.py")`, f"{root}/train.py"), else "$?": a value not known here."""
         value = self.const(node)
+        if isinstance(node, ast.Call) and self.short(node) in ("str", "int") and len(node.args) == 1:
+            value = self.const(node.args[0])  # str(NPROC), NPROC = 2
         if isinstance(value, str):
             return value
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -852,11 +962,19 @@ def is_true(value) -> bool:
 
 # ---------------------------------------------------------------- Transformers rules
 
+ARGUMENT_CLASSES = ("TrainingArguments", "Seq2SeqTrainingArguments")
+
+
 def builds_arguments(module: Module, call: ast.Call) -> bool:
-    """TrainingArguments(...), Seq2SeqTrainingArguments(...) or a project class derived from one."""
+    """TrainingArguments(...), Seq2SeqTrainingArguments(...), a library's class named so (GaudiTrainingArguments,
+    derived from TrainingArguments) or a project class derived from one. A project's own class with another base (a
+    @dataclass ExperimentTrainingArguments of its sweep settings) is not: its fields are not TrainingArguments'."""
     short = module.short(call)
-    return short.endswith("TrainingArguments") or (
-        short in module.names and module.inherits(short, lambda name: name.endswith("TrainingArguments")))
+    if not short.endswith("TrainingArguments") and short not in module.names:
+        return False
+    defined = module.project_classes
+    return module.inherits(short, lambda name: name in ARGUMENT_CLASSES or (
+        name.endswith("TrainingArguments") and name not in defined))
 
 
 def forwarded_arguments(module: Module, site: ast.Call) -> list[tuple[ast.AST, dict, bool]]:
@@ -929,8 +1047,7 @@ def training_arguments(module: Module) -> list[tuple[ast.AST, dict, bool]]:
     return found
 
 
-def transformers_findings(module: Module, launches: list[Launch]):
-    training = training_arguments(module)
+def argument_findings(module: Module, training: list):
     for call, kw, complete in training:
         for name, _what, _fix in REMOVED_ARGUMENTS:
             if name in kw:
@@ -938,7 +1055,24 @@ def transformers_findings(module: Module, launches: list[Launch]):
         if module.const(kw.get("optim", (None,))[0]) == "adamw_hf":
             yield "optim-adamw-hf", kw["optim"][1], ""
         yield from best_model_findings(module, call, kw, complete)
-    for launch in launches:  # the same arguments as HfArgumentParser flags on a command line
+
+
+def imported_findings(module: Module):
+    """The rules that need nothing but the file, run on each project module ``module`` imports that was not given
+    (metrics.py's evaluate.load("accuracy"), helpers.py's TrainingArguments(evaluation_strategy=...)): named at
+    their own file and line. A given module is checked on its own."""
+    for part in module.project[1:]:
+        if part.found_nearby:
+            for rule, line, note in [*argument_findings(part, training_arguments(part)), *evaluate_findings(part)]:
+                yield rule, at(module, part, line), note
+
+
+def transformers_findings(module: Module, launches: list[Launch]):
+    training = training_arguments(module)
+    yield from argument_findings(module, training)
+    yield from imported_findings(module)
+    for launch in [launch for launch in launches if hf_flags(launch)]:
+        # the same arguments as HfArgumentParser flags on a command line
         for name, _what, _fix in REMOVED_ARGUMENTS:
             if launch.flag(name) is not None:
                 yield f"removed-{name}", launch, f"--{name} on the command line"
@@ -962,8 +1096,25 @@ def transformers_findings(module: Module, launches: list[Launch]):
     yield from seq2seq_findings(module, training, launches)
 
 
+OTHER_PARSERS = {"ArgumentParser", "argparse", "click", "typer", "fire", "argv", "docopt", "jsonargparse"}
+HF_PARSERS = {"HfArgumentParser", "TrlParser", "parse_args_into_dataclasses"}
+
+
+def hf_flags(launch: Launch) -> bool:
+    """Whether the script a launch runs reads its flags into TrainingArguments: it uses HfArgumentParser, or it
+    cannot be seen here (or parses no flags that can be seen). A script that reads them with its own parser
+    (argparse's --warmup_ratio, passed on as warmup_steps=) never gives them to TrainingArguments."""
+    runs = launch.runs
+    if not isinstance(runs, Module):
+        return True
+    names = runs.project_names
+    return bool(HF_PARSERS & names) or not (OTHER_PARSERS & names)
+
+
 def best_model_findings(module: Module, call: ast.Call, kw: dict, complete: bool):
-    value = lambda name, default=None: module.const(kw[name][0]) if name in kw else default  # noqa: E731
+    # an absent keyword has its default only when every `**` was read: `**extra` from a JSON file may set it
+    value = lambda name, default=None: module.const(kw[name][0]) if name in kw else \
+        default if complete else UNKNOWN  # noqa: E731
     save = value("save_strategy", "steps")
     if save == "best" and complete and "metric_for_best_model" not in kw:
         yield "best-save-no-metric", kw["save_strategy"][1], ""
@@ -1019,8 +1170,16 @@ def causal_lm_findings(module: Module):
     """pad_token = eos_token here or in a project module this one imports (the tokenizer set up in data.py for the
     causal LM trained here), and math.exp(eval_loss) here."""
     eos = lambda node: isinstance(node, ast.Attribute) and node.attr in ("eos_token", "eos_token_id")  # noqa: E731
+    names = module.project_names
     trains = any(name.endswith(("Trainer", "Collator", "TrainingArguments")) or name in ("backward", "fit")
-                 for name in module.project_names)  # generation alone computes no loss on pads
+                 for name in names)  # generation alone computes no loss on pads
+    collators = {name for name in names if name.startswith("DataCollator") or name.endswith("Collator")}
+    if collators == {"DataCollatorForSeq2Seq"}:  # it pads the labels with label_pad_token_id (-100): EOS stays
+        trains = False
+    tokenizer_side = lambda target: isinstance(target, ast.Attribute) and target.attr in (  # noqa: E731
+        "pad_token", "pad_token_id") and not any(  # model.generation_config.pad_token_id: generation only
+        "config" in (sub.attr if isinstance(sub, ast.Attribute) else sub.id).lower()
+        for sub in ast.walk(target.value) if isinstance(sub, (ast.Attribute, ast.Name)))
     for part in module.project if trains else []:
         dedicated = [node.lineno for node in part.nodes if isinstance(node, ast.Dict) and any(  # a pad token of its own
             isinstance(key, ast.Constant) and key.value == "pad_token" and not eos(value)
@@ -1029,9 +1188,7 @@ def causal_lm_findings(module: Module):
         for node in sorted((node for node in part.nodes if hasattr(node, "lineno")), key=line_of):
             if node.lineno < last_dedicated:  # replaced later by a pad token of its own
                 continue
-            if isinstance(node, ast.Assign) and eos(node.value) and any(
-                    isinstance(target, ast.Attribute) and target.attr in ("pad_token", "pad_token_id")
-                    for target in node.targets):
+            if isinstance(node, ast.Assign) and eos(node.value) and any(map(tokenizer_side, node.targets)):
                 yield "pad-token-eos", at(module, part, node.lineno), ""
             elif isinstance(node, ast.keyword) and node.arg == "pad_token" and eos(node.value):
                 yield "pad-token-eos", at(module, part, node.value.lineno), ""
@@ -1110,11 +1267,28 @@ def looks_for_checkpoint(module: Module, test: ast.AST) -> bool:
     """Whether a condition looks at the disk or at a checkpoint (names followed into what they were assigned):
     os.path.exists(...), Path.glob("checkpoint-*"), get_last_checkpoint(...), a has_checkpoint(...) of its own."""
     def look(node: ast.AST) -> bool:
+        if isinstance(node, ast.Call) and called_name(node.func) in LOOKS:  # a look at the output folder
+            looked = [*node.args, *(keyword.value for keyword in node.keywords)]
+            if isinstance(node.func, ast.Attribute):
+                looked.append(node.func.value)  # Path(out).exists()
+            return called_name(node.func) == "get_last_checkpoint" or any(
+                module.mentions(argument, output_folder) for argument in looked)
         name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
         if name is not None:
-            return name in LOOKS or bool(re.search(r"checkpoint|ckpt", name, re.I))
+            return bool(re.search(r"checkpoint|ckpt", name, re.I))
         return isinstance(node, ast.Constant) and isinstance(node.value, str) and "checkpoint" in node.value
     return module.mentions(test, look)
+
+
+OUTPUT_WORDS = re.compile(r"checkpoint|ckpt|out|save|resume|run_dir", re.I)
+
+
+def output_folder(node: ast.AST) -> bool:
+    """Whether an expression may name the output folder or a checkpoint: output_dir, OUT, "out/checkpoint-*"; a data
+    file ("data/train.json") does not."""
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else \
+        node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+    return name is not None and bool(OUTPUT_WORDS.search(name))
 
 
 def exits(body: list[ast.stmt]) -> bool:
@@ -1175,7 +1349,10 @@ def resume_findings(module: Module, training: list, launches: list[Launch]):
             if "resume_from_checkpoint" in kw:
                 resumes.append((call, kw["resume_from_checkpoint"][0]))
     for call, value in resumes:
-        if module.const(value) is True and not checkpoint_guarded(module, call):
+        chosen = module.resolve(value)  # True if <a look at a data file or a flag> else None
+        when_true = isinstance(chosen, ast.IfExp) and module.const(chosen.body) is True and \
+            not looks_for_checkpoint(module, chosen.test)
+        if (module.const(value) is True or when_true) and not checkpoint_guarded(module, call):
             yield "resume-true-unconditional", call.lineno, ""
         last = lambda node: isinstance(node, ast.Call) and module.short(node) == "get_last_checkpoint"  # noqa: E731
         if module.mentions(value, last) and not any("trainer_state.json" in text for text in module.project_strings):
@@ -1318,6 +1495,7 @@ class Loader:
     part: Module
     call: ast.Call
     spec: ast.Call | None = None
+    site: tuple | None = None  # (module, call, definition) of the project function that builds it: make_loader()
 
 
 def dataloaders(module: Module, node: ast.AST | None, depth: int = 0, spec: ast.Call | None = None) \
@@ -1349,7 +1527,14 @@ def dataloaders(module: Module, node: ast.AST | None, depth: int = 0, spec: ast.
     if returned is None:
         return None
     found = [dataloaders(part, value, depth + 1, spec) for part, value in returned]
-    return None if None in found else [loader for part in found for loader in part]
+    if None in found:
+        return None
+    definition = module.callee(node)[1]
+    loaders = [loader for part in found for loader in part]
+    for loader in loaders:
+        if loader.site is None:
+            loader.site = (module, node, definition)
+    return loaders
 
 
 def counts_tokens(loader: Loader) -> bool:
@@ -1361,7 +1546,45 @@ def counts_tokens(loader: Loader) -> bool:
 
 
 def shuffles(loader: Loader) -> bool:
-    return loader.part.const(loader.part.kwargs(loader.call)[0].get("shuffle", (None,))[0]) is True
+    """shuffle=True, or shuffle=<a parameter of the project function that builds the loader> that the call passes
+    True or leaves at a default of True (`def make_loader(shuffle=True)`)."""
+    given = loader.part.kwargs(loader.call)[0].get("shuffle", (None,))[0]
+    value = loader.part.const(given)
+    if value is UNKNOWN and isinstance(given, ast.Name) and loader.site is not None:
+        module, site, definition = loader.site
+        value = parameter_value(module, site, definition, given.id)
+    return value is True
+
+
+def parameter_value(module: Module, site: ast.Call, definition: ast.AST, name: str):
+    """The constant a call gives a parameter of the function it calls, or the parameter's default; UNKNOWN when the
+    function assigns it again or it cannot be read."""
+    parameters = getattr(definition, "args", None)
+    if parameters is None or any(isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)
+                                 for node in own_nodes(definition)):
+        return UNKNOWN
+    positional = [*parameters.posonlyargs, *parameters.args]
+    names = [argument.arg for argument in positional]
+    kw, complete = module.kwargs(site)
+    if name in kw:
+        return module.const(kw[name][0])
+    if name in names:
+        index = names.index(name)
+        if any(isinstance(argument, ast.Starred) for argument in site.args[:index + 1]):
+            return UNKNOWN
+        if index < len(site.args):
+            return module.const(site.args[index])
+        defaults = parameters.defaults
+        offset = index - (len(positional) - len(defaults))
+        default = defaults[offset] if offset >= 0 else None
+    else:
+        keyword_only = [argument.arg for argument in parameters.kwonlyargs]
+        default = parameters.kw_defaults[keyword_only.index(name)] if name in keyword_only else None
+    if default is None or not complete:
+        return UNKNOWN
+    part = next((part for part in module.project if definition in part.functions.get(
+        getattr(definition, "name", ""), [])), module)
+    return part.const(default)
 
 
 def iterable_dataset(module: Module, node: ast.AST | None, depth: int = 0) -> bool:
@@ -1443,9 +1666,23 @@ def scored(module: Module, node: ast.AST | None, depth: int = 0) -> tuple[bool |
         if all(verdict is False for verdict, _ in verdicts):
             return False, f"{short}() returns {verdicts[0][1]}"
         return (None if None in [verdict for verdict, _ in verdicts] else True), ""
-    if short[:1].isupper() and "get_metrics" not in module.project_names:  # a class of the project, or not seen here
-        return False, f"{short}(), which defines no get_metrics here"
+    if short[:1].isupper() and "get_metrics" not in module.project_names and not library_class(module, node.func):
+        return False, f"{short}(), which defines no get_metrics here"  # a class of the project
     return None, ""  # a function not seen here (a library's factory, a module not given): cannot be told
+
+
+def library_class(module: Module, function: ast.AST) -> bool:
+    """Whether a class comes from a module this checker cannot read (llmfoundry's ComposerMPTCausalLM): whether it
+    defines get_metrics cannot be told. A module the code itself puts on sys.path first (`sys.path.insert(0,
+    data); from net import Net`) is the project's own, placed at run time."""
+    while isinstance(function, ast.Attribute):
+        function = function.value
+    if not isinstance(function, ast.Name) or function.id not in module.imports or function.id in module.linked:
+        return False
+    if function.id in module.bases or any(function.id in part.bases for part in module.project[1:]):
+        return False
+    own_path = any(module.qualname(call.func) in ("sys.path.insert", "sys.path.append") for call in module.calls)
+    return not own_path
 
 
 def composer_findings(module: Module, launches: list[Launch], device: str, several_jobs: str = ""):
@@ -1569,7 +1806,7 @@ def input_files(paths: list[str], unreadable: list[str] | None = None) -> list[P
 
             for folder, dirs, files in os.walk(path, onerror=skipped):
                 dirs[:] = sorted(name for name in dirs if not name.startswith(".") and name not in SKIP_DIRS)
-                found += [Path(folder) / name for name in sorted(files) if name.endswith((".py", ".sh", ".bash"))]
+                found += [Path(folder) / name for name in sorted(files) if name.endswith((".py", *SHELL_SUFFIXES))]
         elif mode is not None and stat.S_ISREG(mode):
             found.append(path)
         elif mode is not None:
@@ -1582,9 +1819,12 @@ def input_files(paths: list[str], unreadable: list[str] | None = None) -> list[P
     return found
 
 
+SHELL_SUFFIXES = (".sh", ".bash", ".sbatch", ".slurm")  # a Slurm job script is a shell script
+
+
 def is_shell(path: Path, text: str) -> bool:
     first = text.split("\n", 1)[0]
-    return path.suffix in (".sh", ".bash") or (first.startswith("#!") and "sh" in first and "python" not in first)
+    return path.suffix in SHELL_SUFFIXES or (first.startswith("#!") and "sh" in first and "python" not in first)
 
 
 def read(path: Path) -> str:
@@ -1600,8 +1840,9 @@ def read(path: Path) -> str:
         raise ValueError(f"larger than {MAX_BYTES // 1_000_000} MB: not a training script")
     if b"\0" in data:
         raise ValueError("holds NUL bytes: not a text file")
-    if path.suffix in (".sh", ".bash"):
-        return data.decode("utf-8-sig")
+    first = data.split(b"\n", 1)[0]
+    if path.suffix in SHELL_SUFFIXES or (first.startswith(b"#!") and b"sh" in first and b"python" not in first):
+        return data.decode("utf-8-sig", errors="replace")  # bash runs a latin-1 byte in a comment: so read it
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:  # a coding line that names no codec Python has, or bytes that are not UTF-8 without one
@@ -1657,6 +1898,18 @@ class Project:
             if module is not None:
                 return module
         return None
+
+    def script_next_to(self, launch: Launch) -> Module | None:
+        """The script a launch runs, read from the launching file's folder when it was not given."""
+        if not launch.script or "$" in launch.script:
+            return None
+        try:
+            module = self.module_at(Path(launch.path).parent / launch.script)
+            if module is not None and len(module.project) == 1:
+                self.link(module)
+        except (OSError, ValueError, RecursionError):
+            return None
+        return module
 
     def module_at(self, file: Path) -> Module | None:
         key = str(file)
@@ -1726,7 +1979,7 @@ class Project:
 
 
 def check_sources(sources: dict[str, str], skill: str, device: str) -> tuple[list[Finding], list[str]]:
-    """Findings for ``sources`` (display path -> text; a path ending in .sh/.bash is a shell script) and the files
+    """Findings for ``sources`` (display path -> text; a path ending in .sh, .bash, .sbatch or .slurm is a shell script) and the files
     that could not be parsed, each with why."""
     findings, broken = check_all(sources, skill, device)
     return findings, list(broken.values())
@@ -1753,28 +2006,34 @@ def _check_all(sources: dict[str, str], skill: str, device: str) -> tuple[list[F
         try:
             modules[path] = Module(path, ast.parse(text, filename=path))
         except SyntaxError as exc:
+            if Path(path).suffix not in (".py", ".pyw", ".pyi"):  # a Makefile, a YAML file given by mistake
+                broken[path] = f"{shown(path)}: not a Python or shell file (give .py files, shell scripts " \
+                    f"({', '.join(SHELL_SUFFIXES)} or a #! line) or folders)"
+                continue
             broken[path] = f"{shown(path)}:{exc.lineno or 1}: does not parse as Python {PYTHON_VERSION}, the Python " \
                 f"this checker runs on ({' '.join(str(exc.msg).split())}; if it is valid in a newer Python, run the " \
                 "checker with that one)"
         except (ValueError, RecursionError, MemoryError) as exc:
             broken[path] = f"{shown(path)}: does not parse as Python ({type(exc).__name__}: {' '.join(str(exc).split())})"
     project = Project(modules)
+    for module in modules.values():  # every module linked first: a launch's rules read the module it runs
+        try:
+            project.link(module)
+        except RecursionError:
+            pass
     launches_of: dict[int, list[Launch]] = {}  # a module -> the launches that run it, from any file of the run
     unattached = []
     for launch in shell_launches + [launch for module in modules.values() for launch in module.launches]:
         target = project.launched(launch)
+        launch.runs = target if target is not None else project.script_next_to(launch)
         if target is not None:
             launches_of.setdefault(id(target), []).append(launch)
         elif launch.path not in modules:
             unattached.append(launch)
         if skill == TF and launch.launcher == "accelerate" and launch.option("--cpu") is not None and \
-                (launch.processes or 1) > 1:  # a rule about the launch alone, whatever it runs
+                (launch.requested or 1) > 1:  # a rule about the launch alone, whatever it runs
             findings.append(Finding("accelerate-cpu-processes", launch.path, launch.line, ""))
     for path, module in modules.items():
-        try:
-            project.link(module)
-        except RecursionError:
-            pass
         runs = launches_of.get(id(module), [])
         launches = module.launches + [launch for launch in runs if launch.path != path]
         several = next((f"{shown(launch.path)}:{launch.line}: {launch.several}" for launch in runs if launch.several),
@@ -1859,7 +2118,7 @@ def check_paths(run) -> None:
             reason = " ".join(str(getattr(exc, "strerror", None) or exc).split())
             unreadable.append(f"{shown(str(path))}: cannot be read ({reason})")
     if not sources and not unreadable:
-        raise SmokeError(f"no .py, .sh or .bash file under {', '.join(map(repr, run.args.paths))}", EXIT_USAGE)
+        raise SmokeError(f"no .py, .sh, .bash, .sbatch or .slurm file under {', '.join(map(repr, run.args.paths))}", EXIT_USAGE)
     findings, broken = check_all(sources, skill, run.device)
     rules = {rule.id: rule for rule in RULES if rule.skill == skill}
     by_path: dict[str, list[Finding]] = {}
@@ -1907,20 +2166,8 @@ def make_parser():
 
 
 def main(argv: list[str] | None = None) -> int:
-    refuse_braces = smoke_contract._refuse_braces
-
-    def braces_only_in_output_dir(path: Path, named: str, remedy: str) -> None:
-        # The contract refuses a brace in the temporary folder because Composer would expand it in the paths a smoke
-        # script writes to; this checker runs no Composer and writes nothing there. --output-dir keeps the contract.
-        if named != "the temporary folder":
-            refuse_braces(path, named, remedy)
-
-    smoke_contract._refuse_braces = braces_only_in_output_dir
-    try:
-        return run_main(SCRIPT, make_parser(), body, [], argv, validate)
-    finally:
-        smoke_contract._refuse_braces = refuse_braces
-
+    # this checker runs no Composer, so a brace in TMPDIR expands nothing; --output-dir keeps the contract's refusal
+    return run_main(SCRIPT, make_parser(), body, [], argv, validate, braced_tmpdir_ok=True)
 
 if __name__ == "__main__":
     sys.exit(main())
