@@ -927,6 +927,25 @@ def test_mean_resizing_is_exact_or_a_draw_that_set_seed_repeats():
     assert len(launches) == 2, launches  # torch seeds its generator anew at every launch: set a seed first
 
 
+def test_a_new_head_is_drawn_at_load_so_only_a_seed_set_before_it_repeats_it(tmp_path):
+    """jobs.md's new-head pattern: ignore_mismatched_sizes draws the new head inside from_pretrained, in a fresh
+    process from torch's per-launch seed; the Trainer's seed comes too late; set_seed(0) before loading repeats it."""
+    tiny_classifier().save_pretrained(tmp_path / "two")
+    load = ("import sys; from transformers import AutoModelForSequenceClassification, set_seed\n"
+            "if sys.argv[2] == 'seed': set_seed(0)\n"
+            "model = AutoModelForSequenceClassification.from_pretrained(sys.argv[1], num_labels=4, "
+            "ignore_mismatched_sizes=True)\n"
+            "print(model.classifier.weight.sum().item(), model.classifier.weight.shape[0])")
+
+    def head(seeded):
+        return subprocess.run([sys.executable, "-c", load, str(tmp_path / "two"), seeded], capture_output=True,
+                              text=True, check=True, timeout=240).stdout.split()
+
+    unseeded, seeded = [head("none") for _ in range(2)], [head("seed") for _ in range(2)]
+    assert unseeded[0][1] == "4" and unseeded[0] != unseeded[1]
+    assert seeded[0] == seeded[1]
+
+
 def test_a_torn_checkpoint_skipped_by_the_job_is_written_again_on_resume(tmp_path):
     """jobs.md's resume pattern: newest_complete_checkpoint() skips a checkpoint a kill cut short, the resume from the
     one before writes it again, whole, and ends on the uninterrupted run's weights."""
