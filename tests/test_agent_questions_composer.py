@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import re
 import shutil
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -898,3 +900,14 @@ def _jobs_function_source(name: str) -> str:
     block = next(block for block in runnable_blocks(JOBS, "python") if f"def {name}(" in block.source)
     node = next(node for node in ast.parse(block.source).body if isinstance(node, ast.FunctionDef) and node.name == name)
     return ast.get_source_segment(block.source, node)
+
+
+def test_importing_a_module_writes_its_pycache_beside_it_unless_bytecode_writing_is_off(tmp_path):
+    """jobs.md's "not covered" line: plain Python writes __pycache__ next to an imported file it may write to."""
+    (tmp_path / "model_def.py").write_text("VALUE = 1\n")
+    load = f"import sys; sys.path.insert(0, {str(tmp_path)!r}); import model_def"
+    environ = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([sys.executable, "-c", load], check=True, env={**environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert not (tmp_path / "__pycache__").exists()
+    subprocess.run([sys.executable, "-c", load], check=True, env=environ)
+    assert (tmp_path / "__pycache__").is_dir()
