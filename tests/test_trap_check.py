@@ -1057,7 +1057,7 @@ def test_r5_w1_a_model_class_from_a_library_not_seen_is_no_finding(tmp_path):
     assert rules_found(CP, {"t.py": train.format("from llmfoundry.models.mpt import ComposerMPTCausalLM",
                                                  "ComposerMPTCausalLM")}) == set()
     assert rules_found(CP, {"t.py": train.format("import llmfoundry", "llmfoundry.ComposerMPTCausalLM")}) == set()
-    own = "import sys\nsys.path.insert(0, data)\nfrom net import Net"  # the project's own, placed at run time
+    own = "import sys\nsys.path.insert(0, str(Path(__file__).parent / 'lib'))\nfrom net import Net"  # placed at run time
     assert rules_found(CP, {"t.py": train.format(own, "Net")}) == {"eval-without-metrics"}
     files = {"model.py": "class Net(ComposerModel):\n    pass\n", "t.py": train.format("from model import Net", "Net")}
     assert project_found(CP, tmp_path, files, ["t.py"]) == {("eval-without-metrics", "t.py")}  # seen: no get_metrics
@@ -1234,3 +1234,81 @@ def test_r5_h1_a_latin1_byte_in_a_shell_comment_is_read_as_bash_runs_it(tmp_path
     assert_one_line_error(run_python([str(CHECKERS[HF]), str(script)], tmp_path), 1, "accelerate-cpu-processes@")
     script.write_bytes(b"# caf\xe9\ntorchrun --nproc_per_node 2 train.py\n")
     assert run_python([str(CHECKERS[HF]), str(script)], tmp_path).returncode == 0
+
+
+# ---- the sixth outside review (issue #14): the resume guard, forwarded arguments, sys.path, imported dicts ----
+
+BUILT = 'args = TrainingArguments(output_dir="out")\ntrainer = Trainer(model=model, args=args, train_dataset=ds)\n'
+RESUME = "trainer.train(resume_from_checkpoint=True)"
+
+
+def test_r6_d1_only_a_condition_that_looks_for_a_checkpoint_guards_the_resume():
+    """A log line naming checkpoint-N, a glob only printed and an earlier guarded resume from a named checkpoint
+    each silenced resume-true-unconditional: any call given a "checkpoint-" string counted as putting one there."""
+    for unguarded in ('log.info("resuming from the newest checkpoint-N in %s", args.output_dir)\n' + RESUME,
+                      'ckpts = sorted(glob.glob("out/checkpoint-*"))\nprint(f"found {len(ckpts)}")\n' + RESUME,
+                      'if os.path.exists("out/checkpoint-100"):\n    trainer.train(resume_from_checkpoint='
+                      '"out/checkpoint-100")\n' + RESUME):
+        assert rules_found(HF, {"t.py": BUILT + unguarded}) == {"resume-true-unconditional"}, unguarded
+    for guarded in ('ckpts = sorted(glob.glob("out/checkpoint-*"))\nif ckpts:\n    ' + RESUME,
+                    'if os.path.exists("out/checkpoint-100"):\n    ' + RESUME,
+                    'assert get_last_checkpoint(args.output_dir)\n' + RESUME,
+                    'shutil.copytree("backup", "out/checkpoint-3")\n' + RESUME,
+                    'trainer.train(resume_from_checkpoint=last_complete_checkpoint(args.output_dir))'):
+        assert rules_found(HF, {"t.py": BUILT + guarded}) == set(), guarded
+
+
+def test_r6_d6_the_output_folder_trainer_made_is_no_checkpoint_check():
+    """Trainer(...) creates output_dir: a check that it is there, after it, guards nothing."""
+    for unguarded in ("if os.path.exists(args.output_dir):\n    " + RESUME + "\nelse:\n    trainer.train()",
+                      "os.makedirs(args.output_dir, exist_ok=True)\nif os.path.isdir(args.output_dir):\n    " + RESUME,
+                      "def main():\n    if not os.path.exists(args.output_dir):\n        return\n    " + RESUME):
+        assert rules_found(HF, {"t.py": BUILT + unguarded}) == {"resume-true-unconditional"}, unguarded
+    for guarded in ("if os.listdir(args.output_dir):\n    " + RESUME,
+                    'if list(Path(args.output_dir).glob("checkpoint-*")):\n    ' + RESUME,
+                    "if os.path.isdir(os.path.join(args.output_dir, 'checkpoint-10')):\n    " + RESUME):
+        assert rules_found(HF, {"t.py": BUILT + guarded}) == set(), guarded
+    before = 'if os.path.isdir("out"):\n    trainer = Trainer(model=model, args=a)\n    ' + RESUME
+    assert rules_found(HF, {"t.py": before}) == set()  # looked at before Trainer(...) made it
+
+
+def test_r6_d2_parsed_flags_passed_on_whole_are_training_arguments(tmp_path):
+    """A script whose own argparse flags go into TrainingArguments(**vars(args)) gives them to TrainingArguments:
+    its launch's --warmup_ratio raises there."""
+    script = """
+        import argparse
+        from transformers import TrainingArguments
+        p = argparse.ArgumentParser()
+        p.add_argument("--output_dir", default="out")
+        p.add_argument("--warmup_ratio", type=float, default=0.1)
+        a = p.parse_args()
+        args = TrainingArguments({})
+        """
+    launch = "python train.py --warmup_ratio 0.06\n"
+    for passed in ("**vars(a)", "**a.__dict__", "**dict(vars(a))"):
+        files = {"train.py": script.format(passed), "run.sh": launch}
+        assert project_found(HF, tmp_path, files, ["run.sh"]) == {("removed-warmup_ratio", "run.sh")}, passed
+    picked = {"train.py": script.format("output_dir=a.output_dir, warmup_steps=a.warmup_ratio"), "run.sh": launch}
+    assert project_found(HF, tmp_path, picked, ["run.sh"]) == set()
+    other = {"train.py": script.format("output_dir=a.output_dir") + "log(**vars(a))\n", "run.sh": launch}
+    assert project_found(HF, tmp_path, other, ["run.sh"]) == set()  # passed whole to something else
+
+
+def test_r6_d3_only_a_sys_path_entry_of_the_project_makes_a_class_its_own(tmp_path):
+    """sys.path.insert(0, "/opt/llm-foundry") made llmfoundry's model "the project's own" (eval-without-metrics);
+    a module put on sys.path from the project's own src/ was not read, and its get_metrics not seen."""
+    train = ("import os, sys\nsys.path.insert(0, {})\nfrom composer import Trainer\nfrom {} import {}\n"
+             "model = {}(cfg)\nTrainer(model=model, optimizers=o, eval_dataloader=val)\n")
+    library = train.format('"/opt/llm-foundry"', "llmfoundry.models.mpt", "ComposerMPTCausalLM", "ComposerMPTCausalLM")
+    assert rules_found(CP, {"t.py": library}) == set()
+    assert rules_found(CP, {"t.py": library.replace('"/opt/llm-foundry"', "os.environ['LIB']")}) == set()
+    model = "from composer.models import ComposerModel\nclass Net(ComposerModel):\n    def loss(self, o, b):\n" \
+            "        return o\n"
+    metrics = model + "    def get_metrics(self, is_train=False):\n        return {}\n"
+    for entry in ('os.path.join(os.path.dirname(__file__), "..", "src")', 'Path(__file__).resolve().parents[1] / "src"',
+                  repr(str(tmp_path / "src"))):
+        files = {"src/mymodels.py": metrics, "scripts/train.py": train.format(entry, "mymodels", "Net", "Net")}
+        assert project_found(CP, tmp_path, files) == set(), entry  # read there: it defines get_metrics
+        assert project_found(CP, tmp_path, files, ["scripts/train.py"]) == set(), entry
+        files["src/mymodels.py"] = model
+        assert project_found(CP, tmp_path, files) == {("eval-without-metrics", "train.py")}, entry

@@ -480,6 +480,7 @@ class Module:
         self._attribute_stores: set[tuple[str, str]] | None = None
         self._arguments: dict[tuple, list[dict]] | None = None
         self.functions: dict[str, list[ast.AST]] = {}  # a function defined here (top level first) -> its definitions
+        self.own_sys_path = False  # a sys.path entry of the project's is put first (Project.imports_of)
         self.linked: dict[str, tuple[Module, str]] = {}  # a name imported from a project module -> (it, the name there)
         self.builders: dict[int, list[ast.Call]] = {}  # a function defined here -> the TrainingArguments it builds
         self.calls: list[ast.Call] = []
@@ -777,6 +778,10 @@ class Module:
                     found[key.value] = (value, key.lineno)
                 else:
                     complete = False
+        elif self.imported_name(node) is not None:  # `from defaults import DEFAULTS`: read it there
+            other, there = self.imported_name(node)
+            inner, complete = other.mapping(ast.Name(there), 10 ** 9, depth + 1)
+            found = {key: (value, before) for key, (value, _) in inner.items()}  # named at the use here
         elif isinstance(node, ast.Call) and self.short(node) == "dict" and len(node.args) <= 1:
             for argument in node.args:  # dict(base, x=1)
                 inner, complete = self.mapping(argument, before, depth + 1)
@@ -820,6 +825,17 @@ class Module:
                 found.update(inner)
                 complete &= inner_complete
         return found, complete
+
+    def imported_name(self, node: ast.AST) -> "tuple[Module, str] | None":
+        """(module, name there) for a name imported from a project module and not assigned here (`from defaults
+        import DEFAULTS`; `import defaults` and `defaults.DEFAULTS`)."""
+        if isinstance(node, ast.Name) and node.id in self.linked and not self.assigned.get(node.id) and \
+                self.linked[node.id][1]:
+            return self.linked[node.id]
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in self.linked \
+                and not self.assigned.get(node.value.id) and not self.linked[node.value.id][1]:
+            return self.linked[node.value.id][0], node.attr
+        return None
 
     def mentions(self, node: ast.AST | None, test, followed: set[str] | None = None) -> bool:
         """Whether ``test(subnode)`` holds anywhere in ``node``, names followed into what they were assigned. Each
@@ -1102,13 +1118,24 @@ HF_PARSERS = {"HfArgumentParser", "TrlParser", "parse_args_into_dataclasses"}
 
 def hf_flags(launch: Launch) -> bool:
     """Whether the script a launch runs reads its flags into TrainingArguments: it uses HfArgumentParser, or it
-    cannot be seen here (or parses no flags that can be seen). A script that reads them with its own parser
-    (argparse's --warmup_ratio, passed on as warmup_steps=) never gives them to TrainingArguments."""
+    cannot be seen here (or parses no flags that can be seen), or it passes what its own parser read on whole
+    (`TrainingArguments(**vars(args))`). A script that reads them with its own parser and picks them (argparse's
+    --warmup_ratio, passed on as warmup_steps=) never gives them to TrainingArguments."""
     runs = launch.runs
     if not isinstance(runs, Module):
         return True
     names = runs.project_names
-    return bool(HF_PARSERS & names) or not (OTHER_PARSERS & names)
+    return bool(HF_PARSERS & names) or not (OTHER_PARSERS & names) or any(
+        forwards_parsed(part) for part in runs.project)
+
+
+def forwards_parsed(module: Module) -> bool:
+    """Whether a module passes its parsed flags on to TrainingArguments whole: TrainingArguments(**vars(args)),
+    (**args.__dict__), or a helper that builds them given the same."""
+    parsed = lambda node: (isinstance(node, ast.Call) and called_name(node.func) == "vars") or (  # noqa: E731
+        isinstance(node, ast.Attribute) and node.attr == "__dict__")
+    return any(keyword.arg is None and module.mentions(keyword.value, parsed)
+               for node, _, _ in training_arguments(module) if isinstance(node, ast.Call) for keyword in node.keywords)
 
 
 def best_model_findings(module: Module, call: ast.Call, kw: dict, complete: bool):
@@ -1271,13 +1298,38 @@ def looks_for_checkpoint(module: Module, test: ast.AST) -> bool:
             looked = [*node.args, *(keyword.value for keyword in node.keywords)]
             if isinstance(node.func, ast.Attribute):
                 looked.append(node.func.value)  # Path(out).exists()
-            return called_name(node.func) == "get_last_checkpoint" or any(
-                module.mentions(argument, output_folder) for argument in looked)
+            if called_name(node.func) == "get_last_checkpoint":
+                return True
+            if called_name(node.func) in EXISTS and not any(module.mentions(argument, checkpoint_named)
+                                                            for argument in looked):
+                # whether the output folder itself is there says nothing once Trainer(...) has made it
+                return not built_before(module, node) and any(
+                    module.mentions(argument, output_folder) for argument in looked)
+            return any(module.mentions(argument, output_folder) for argument in looked)
         name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
         if name is not None:
             return bool(re.search(r"checkpoint|ckpt", name, re.I))
         return isinstance(node, ast.Constant) and isinstance(node.value, str) and "checkpoint" in node.value
     return module.mentions(test, look)
+
+
+EXISTS = {"exists", "is_dir", "isdir", "is_file", "isfile"}
+PUTS = {"copytree", "copy", "copy2", "copyfile", "move", "rename", "replace", "symlink", "symlink_to", "hardlink_to",
+        "link", "mkdir", "makedirs", "save_model", "save_state", "save_pretrained", "_save_checkpoint",
+        "snapshot_download", "hf_hub_download", "download", "extractall", "unpack_archive", "write_text",
+        "write_bytes", "run", "call", "check_call", "check_output", "Popen", "system"}  # calls that may put one
+
+
+def checkpoint_named(node: ast.AST) -> bool:
+    """Whether an expression names a checkpoint rather than the output folder: ckpt_dir, "out/checkpoint-100"."""
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else \
+        node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+    return name is not None and bool(re.search(r"checkpoint|ckpt", name, re.I))
+
+
+def built_before(module: Module, node: ast.AST) -> bool:
+    """Whether a Trainer(...) (which creates output_dir) is built above ``node`` in the module."""
+    return any(call.lineno < node.lineno for call in module.calls_named(suffix="Trainer"))
 
 
 OUTPUT_WORDS = re.compile(r"checkpoint|ckpt|out|save|resume|run_dir", re.I)
@@ -1303,11 +1355,13 @@ def called_name(node: ast.AST) -> str:
 
 
 def puts_checkpoint(statement: ast.AST) -> bool:
-    """Whether a statement puts a checkpoint in place: a call given a checkpoint-N path (shutil.copytree(src,
-    out / "checkpoint-3"))."""
-    return any(isinstance(node, ast.Call) and any(
+    """Whether a statement puts a checkpoint in place: a copy, move, save or download given a checkpoint-N path
+    (shutil.copytree(src, out / "checkpoint-3")); a log line, a glob or a train(...) that names one puts nothing."""
+    return any(isinstance(node, ast.Call) and called_name(node.func) in PUTS and any(
         isinstance(sub, ast.Constant) and isinstance(sub.value, str) and "checkpoint-" in sub.value
-        for argument in [*node.args, *(keyword.value for keyword in node.keywords)] for sub in ast.walk(argument))
+        for argument in [*node.args, *(keyword.value for keyword in node.keywords),
+                         *([node.func.value] if isinstance(node.func, ast.Attribute) else [])]
+        for sub in ast.walk(argument))
         for node in ast.walk(statement))
 
 
@@ -1673,16 +1727,66 @@ def scored(module: Module, node: ast.AST | None, depth: int = 0) -> tuple[bool |
 
 def library_class(module: Module, function: ast.AST) -> bool:
     """Whether a class comes from a module this checker cannot read (llmfoundry's ComposerMPTCausalLM): whether it
-    defines get_metrics cannot be told. A module the code itself puts on sys.path first (`sys.path.insert(0,
-    data); from net import Net`) is the project's own, placed at run time."""
+    defines get_metrics cannot be told. A module the code itself puts on sys.path from the project's folders first
+    (`sys.path.insert(0, str(Path(__file__).parent / "lib")); from net import Net`) is the project's own, placed at
+    run time; one from a folder outside the project (/opt/llm-foundry) or not known here is not."""
     while isinstance(function, ast.Attribute):
         function = function.value
     if not isinstance(function, ast.Name) or function.id not in module.imports or function.id in module.linked:
         return False
     if function.id in module.bases or any(function.id in part.bases for part in module.project[1:]):
         return False
-    own_path = any(module.qualname(call.func) in ("sys.path.insert", "sys.path.append") for call in module.calls)
-    return not own_path
+    return not module.own_sys_path
+
+
+PATH_SAME = {"abspath", "realpath", "normpath", "str", "Path", "PurePath", "fspath", "expanduser"}
+
+
+def sys_path_entries(module: Module) -> list[tuple[Path, bool]]:
+    """(folder, relative) per sys.path.insert/append whose folder can be read: relative is True for a folder found
+    from the file (`os.path.dirname(__file__)`, `Path(__file__).parents[1] / "src"`) or written relative."""
+    def folder(node: ast.AST | None, depth: int = 0) -> tuple[str, bool] | None:
+        node = module.resolve(node)
+        if node is None or depth > 12:
+            return None
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            relative = not os.path.isabs(os.path.expanduser(node.value))
+            return (os.path.join(os.path.dirname(module.path), node.value) if relative else node.value), relative
+        if isinstance(node, ast.Name) and node.id == "__file__":
+            return module.path, True
+        if isinstance(node, ast.Attribute) and node.attr == "parent":
+            inner = folder(node.value, depth + 1)
+            return inner and (os.path.join(inner[0], os.pardir), inner[1])
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "parents":
+            inner, up = folder(node.value.value, depth + 1), module.const(node.slice)
+            return inner and isinstance(up, int) and up >= 0 and (os.path.join(inner[0], *[os.pardir] * (up + 1)),
+                                                                   inner[1]) or None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            inner, part = folder(node.left, depth + 1), module.const(node.right)
+            return inner and isinstance(part, str) and (os.path.join(inner[0], part), inner[1]) or None
+        if isinstance(node, ast.Call):
+            name = called_name(node.func)
+            if isinstance(node.func, ast.Attribute) and name in ("resolve", "absolute") and not node.args:
+                return folder(node.func.value, depth + 1)
+            if not node.args:
+                return None
+            inner = folder(node.args[0], depth + 1)
+            if name == "dirname":
+                return inner and (os.path.join(inner[0], os.pardir), inner[1])
+            if name in PATH_SAME:
+                return inner
+            if name in ("join", "joinpath"):
+                parts = [module.const(argument) for argument in node.args[1:]]
+                return inner and all(isinstance(part, str) for part in parts) and (
+                    os.path.join(inner[0], *parts), inner[1]) or None
+        return None
+    entries = []
+    for call in module.calls:
+        if module.qualname(call.func) in ("sys.path.insert", "sys.path.append") and call.args:
+            found = folder(call.args[-1])
+            if found:
+                entries.append((Path(os.path.normpath(found[0])), found[1]))
+    return entries
 
 
 def composer_findings(module: Module, launches: list[Launch], device: str, several_jobs: str = ""):
@@ -1938,6 +2042,13 @@ class Project:
         roots = [folder]
         while os.path.isfile(roots[-1] / "__init__.py") and len(roots) < 5:
             roots.append(roots[-1].parent)
+        for entry, relative in sys_path_entries(module):
+            # the project's own folder put on sys.path (found from the file, or holding a given file); a library's
+            # (/opt/llm-foundry) is not the project
+            inside = relative or any(self.resolve(entry) in path.parents for path in self.given)
+            module.own_sys_path |= inside
+            if inside and entry not in roots:
+                roots.append(entry)
         found = []
         for node in module.nodes:
             candidates = []  # (a path without .py, the local name it binds, the name it stands for there)
