@@ -819,18 +819,19 @@ def test_log_history_holds_unrounded_values_and_only_the_printed_logs_are_rounde
     assert printed.count("'eval_score': '0.1235'") == 2  # the console shows 4 significant digits: a seeming tie
 
 
-@pytest.mark.parametrize("with_tokenizer", [True, False])
-def test_save_model_saves_the_tokenizer_only_when_it_is_the_processing_class(tmp_path, with_tokenizer):
-    from transformers import Trainer
+@pytest.mark.parametrize("tokenizer_in", ["processing_class", "collator", "nowhere"])
+def test_save_model_saves_the_tokenizer_of_the_processing_class_or_else_of_the_collator(tmp_path, tokenizer_in):
+    from transformers import DataCollatorWithPadding, Trainer
 
     tokenizer = word_tokenizer(pad_token="[UNK]")
     trainer = Trainer(model=tiny_classifier(), args=arguments(tmp_path), train_dataset=rows(),
-                      processing_class=tokenizer if with_tokenizer else None)
+                      processing_class=tokenizer if tokenizer_in == "processing_class" else None,
+                      data_collator=DataCollatorWithPadding(tokenizer) if tokenizer_in == "collator" else None)
     trainer.save_model(str(tmp_path / "final"))
     saved = {path.name for path in (tmp_path / "final").iterdir()}
-    assert {"config.json", "model.safetensors"} <= saved
-    assert ({"tokenizer.json", "tokenizer_config.json"} <= saved) is with_tokenizer
-    assert with_tokenizer or not any(name.startswith("tokenizer") for name in saved)
+    assert {"config.json", "model.safetensors", "training_args.bin"} <= saved  # training_args.bin either way
+    assert ({"tokenizer.json", "tokenizer_config.json"} <= saved) is (tokenizer_in != "nowhere")
+    assert tokenizer_in != "nowhere" or not any(name.startswith("tokenizer") for name in saved)
 
 
 def test_the_best_checkpoint_loaded_at_the_end_is_saved_byte_for_byte(tmp_path):
@@ -921,6 +922,11 @@ def test_mean_resizing_is_exact_or_a_draw_that_set_seed_repeats():
     assert torch.equal(new_rows(8, seed=0), new_rows(8, seed=1))  # no more old rows than hidden units: the mean
     assert torch.equal(new_rows(32, seed=0), new_rows(32, seed=0))  # more: a draw, the same after the same seed
     assert not torch.equal(new_rows(32, seed=0), new_rows(32, seed=1))
+    torch.manual_seed(0)  # the old rows new_rows(32, ...) starts from
+    old = AutoModelForCausalLM.from_config(AutoConfig.for_model(
+        "gpt2", vocab_size=32, n_embd=16, n_layer=1, n_head=2, n_positions=16, bos_token_id=0,
+        eos_token_id=0)).get_input_embeddings().weight.detach()
+    assert (new_rows(32, seed=0) - old.mean(dim=0)).abs().max() < 1e-5  # a draw hugging the mean: seed for bit-exactness
     first = "import torch; print(torch.initial_seed(), torch.randn(3).tolist())"  # a fresh process, no seed set
     launches = {subprocess.run([sys.executable, "-c", first], capture_output=True, text=True, check=True,
                                timeout=120).stdout for _ in range(2)}

@@ -1057,7 +1057,7 @@ def test_r5_w1_a_model_class_from_a_library_not_seen_is_no_finding(tmp_path):
     assert rules_found(CP, {"t.py": train.format("from llmfoundry.models.mpt import ComposerMPTCausalLM",
                                                  "ComposerMPTCausalLM")}) == set()
     assert rules_found(CP, {"t.py": train.format("import llmfoundry", "llmfoundry.ComposerMPTCausalLM")}) == set()
-    own = "import sys\nsys.path.insert(0, str(Path(__file__).parent / 'lib'))\nfrom net import Net"  # placed at run time
+    own = "import sys\nsys.path.insert(0, data)\nfrom net import Net"  # the project's own, placed at run time
     assert rules_found(CP, {"t.py": train.format(own, "Net")}) == {"eval-without-metrics"}
     files = {"model.py": "class Net(ComposerModel):\n    pass\n", "t.py": train.format("from model import Net", "Net")}
     assert project_found(CP, tmp_path, files, ["t.py"]) == {("eval-without-metrics", "t.py")}  # seen: no get_metrics
@@ -1301,7 +1301,7 @@ def test_r6_d3_only_a_sys_path_entry_of_the_project_makes_a_class_its_own(tmp_pa
              "model = {}(cfg)\nTrainer(model=model, optimizers=o, eval_dataloader=val)\n")
     library = train.format('"/opt/llm-foundry"', "llmfoundry.models.mpt", "ComposerMPTCausalLM", "ComposerMPTCausalLM")
     assert rules_found(CP, {"t.py": library}) == set()
-    assert rules_found(CP, {"t.py": library.replace('"/opt/llm-foundry"', "os.environ['LIB']")}) == set()
+    assert rules_found(CP, {"t.py": library.replace('"/opt', '"~/opt')}) == set()
     model = "from composer.models import ComposerModel\nclass Net(ComposerModel):\n    def loss(self, o, b):\n" \
             "        return o\n"
     metrics = model + "    def get_metrics(self, is_train=False):\n        return {}\n"
@@ -1312,3 +1312,70 @@ def test_r6_d3_only_a_sys_path_entry_of_the_project_makes_a_class_its_own(tmp_pa
         assert project_found(CP, tmp_path, files, ["scripts/train.py"]) == set(), entry
         files["src/mymodels.py"] = model
         assert project_found(CP, tmp_path, files) == {("eval-without-metrics", "train.py")}, entry
+
+
+def test_r6_d4_a_dict_imported_from_a_project_module_is_read_into_the_arguments(tmp_path):
+    """TrainingArguments(**DEFAULTS) with DEFAULTS imported from defaults.py was read as unknown keywords."""
+    defaults = "DEFAULTS = dict(per_device_train_batch_size=8, warmup_ratio=0.1)\n"
+    direct = "from transformers import TrainingArguments\nfrom defaults import DEFAULTS\n" \
+             "args = TrainingArguments(output_dir='o', **DEFAULTS)\n"
+    module = direct.replace("from defaults import DEFAULTS", "import defaults").replace(
+        "**DEFAULTS", "**defaults.DEFAULTS")
+    helper = "from transformers import TrainingArguments\nfrom lib.defaults import DEFAULTS\n" \
+             "def build_args(out):\n    return TrainingArguments(output_dir=out, **DEFAULTS)\n"
+    train = "from transformers import Trainer\nfrom lib.args import build_args\n" \
+            "Trainer(model=m, args=build_args('o'))\n"
+    for name, files, given, expected in (
+            ("direct", {"defaults.py": defaults, "direct.py": direct}, ["direct.py"], {"direct.py"}),
+            ("module", {"defaults.py": defaults, "direct.py": module}, ["direct.py"], {"direct.py"}),
+            ("helper", {"lib/__init__.py": "", "lib/defaults.py": defaults, "lib/args.py": helper, "train.py": train},
+             ["train.py"], {"args.py"})):
+        folder = tmp_path / name
+        assert project_found(HF, folder, files, given) == {("removed-warmup_ratio", where) for where in expected}
+        fixed = {path: text.replace("warmup_ratio", "warmup_steps") for path, text in files.items()}
+        assert project_found(HF, folder, fixed, given) == set(), name
+    assert found(HF, {"direct.py": direct}) == []  # defaults.py not there: unknown, no finding
+
+
+def test_r6_d7_only_a_model_s_config_is_exempt_from_the_pad_token_rule():
+    """A tokenizer held under a subscript that names a config (toks[config["name"]]) was skipped as a config."""
+    code = ('from transformers import AutoModelForCausalLM, DataCollatorForLanguageModeling, Trainer\n'
+            'config = {{"name": "gpt2"}}\ntoks = {{config["name"]: AutoTokenizer.from_pretrained("gpt2")}}\n'
+            'model = AutoModelForCausalLM.from_pretrained("gpt2")\n{}\n'
+            'Trainer(model=model, data_collator=DataCollatorForLanguageModeling(toks[config["name"]], mlm=False))\n')
+    for tokenizer_side in ('toks[config["name"]].pad_token = toks[config["name"]].eos_token',
+                           'toks[config["name"]].pad_token_id = toks[config["name"]].eos_token_id',
+                           'cfg_tok = toks[config["name"]]\ncfg_tok.pad_token = cfg_tok.eos_token'):
+        assert rules_found(HF, {"t.py": code.format(tokenizer_side)}) == {"pad-token-eos"}, tokenizer_side
+    for model_side in ('model.config.pad_token_id = toks[config["name"]].eos_token_id',
+                       'model.generation_config.pad_token_id = toks[config["name"]].eos_token_id'):
+        assert rules_found(HF, {"t.py": code.format(model_side)}) == set(), model_side
+
+
+def test_r6_d8_argv_lists_grown_after_they_are_built_are_launches():
+    loader = "\nloader = DataLoader(data, batch_size=4)\nTrainer(model=m, optimizers=o, train_dataloader=loader)\n"
+    for launch in ('cmd = [sys.executable, "-m", "composer.cli.launcher"]\ncmd += ["-n", "2"]\ncmd.append("t.py")\n'
+                   'subprocess.run(cmd, check=True)',
+                   'cmd = ["torchrun"]\ncmd.extend(["--nproc_per_node=2", "t.py"])\nsubprocess.run(cmd)'):
+        assert rules_found(CP, {"t.py": launch + loader}) == {"loader-without-sampler"}, launch
+        assert rules_found(CP, {"t.py": launch.replace("2", "1") + loader}) == set(), launch
+    default = 'cmd = ["composer"]\ncmd.extend(["t.py"])\nsubprocess.run(cmd)'
+    assert rules_found(CP, {"t.py": default}) == {"launch-default-processes"}
+    assert rules_found(CP, {"t.py": default.replace('["t.py"]', '["-n", "1", "t.py"]')}) == set()
+
+
+def test_r6_d10_an_expansion_among_the_launcher_s_options_may_carry_n(tmp_path):
+    """`composer "$@" train.py` may be given -n; `composer train.py "$@"` gives it to train.py (the launcher's
+    parser takes every argument after the script as the script's: measured, composer train.py -n 2 passes -n on)."""
+    for unknown in ('launch() { composer "$@" train.py; }\nlaunch -n 2\n', "composer $EXTRA train.py\n"):
+        assert project_found(CP, tmp_path, {"run.sh": unknown}) == set(), unknown
+    for default in ('launch() { composer train.py "$@"; }\nlaunch -n 2\n', "composer train.py $EXTRA\n"):
+        assert project_found(CP, tmp_path, {"run.sh": default}) == {("launch-default-processes", "run.sh")}, default
+
+
+@pytest.mark.composer
+def test_r6_d10_composer_s_launcher_gives_what_follows_the_script_to_the_script():
+    from composer.cli.launcher import _get_parser
+    parsed = _get_parser().parse_args(["train.py", "-n", "2"])
+    assert (parsed.training_script, parsed.training_script_args) == ("train.py", ["-n", "2"])
+    assert _get_parser().parse_args(["-n", "2", "train.py"]).nproc == 2

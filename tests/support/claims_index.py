@@ -340,7 +340,7 @@ LOSS_TYPE = XQ + "test_loss_type_for_causal_lm_scales_the_training_gradient_and_
 CACHES = XQ + "test_a_machines_specific_cache_variable_wins_over_the_scripts_hf_home"
 TRAIN_MODE = XQ + "test_train_leaves_train_mode_on_and_generate_keeps_it"
 UNROUNDED = XQ + "test_log_history_holds_unrounded_values_and_only_the_printed_logs_are_rounded"
-SAVES_TOKENIZER = XQ + "test_save_model_saves_the_tokenizer_only_when_it_is_the_processing_class"
+SAVES_TOKENIZER = XQ + "test_save_model_saves_the_tokenizer_of_the_processing_class_or_else_of_the_collator"
 BEST_BYTES = XQ + "test_the_best_checkpoint_loaded_at_the_end_is_saved_byte_for_byte"
 LOSS_FLAG = XQ + "test_accepts_loss_kwargs_is_read_from_the_model_or_its_class_at_init_and_the_trainer_flag_acts_later"
 PAD_ID = XQ + "test_the_trainer_copies_the_tokenizers_pad_id_into_the_model_config"
@@ -427,6 +427,7 @@ CLAIMS += [
         LOSS_FLAG, XQ + "test_accepts_loss_kwargs_is_read_at_init_and_divides_once"]),
     (TQ, "No. After `tokenizer.add_special_tokens", [PAD_ID]),
     (TQ, "Yes. With no more old rows than hidden units", [SEEDED_RESIZE, RESIZE]),
+    (TQ, "The drawn rows lie within about 1e-6 of the mean", [SEEDED_RESIZE]),
     (TQ, "`Dataset.from_json(path)` reads a local JSON-lines file", [CACHES, LOAD_LOOKUP]),
 ]
 

@@ -900,10 +900,37 @@ class Module:
                     continue
                 first = self.launch_word(elements[0])
                 if launcher_name(first) or first in WRAPPERS:
+                    elements += self.argv_growth(node)  # only a launcher's list: one walk of the module each
                     words = [first, *map(self.launch_word, elements[1:])]
                     launch = parse_launch(words, self.path, node.lineno, {})
                     if launch:
                         self.launches.append(launch)
+
+    def argv_growth(self, node: ast.AST) -> list[ast.AST]:
+        """What a list assigned to a name gets later in the module: `cmd += [...]`, `cmd.append(x)`,
+        `cmd.extend([...])` (an element not known here for what cannot be read)."""
+        assignment = self.parent.get(id(node))
+        if not isinstance(assignment, ast.Assign) or len(assignment.targets) != 1 or \
+                not isinstance(assignment.targets[0], ast.Name):
+            return []
+        name, grown = assignment.targets[0].id, []
+        if self.stores[name] != 1 + sum(isinstance(later, ast.AugAssign) and isinstance(later.target, ast.Name) and
+                                        later.target.id == name for later in self.nodes):
+            return []  # bound again: which list is launched cannot be told
+        for later in self.nodes:
+            if getattr(later, "lineno", 0) <= assignment.lineno:
+                continue
+            if isinstance(later, ast.AugAssign) and isinstance(later.target, ast.Name) and later.target.id == name \
+                    and isinstance(later.op, ast.Add):
+                grown.append((later.lineno, later.col_offset, self.argv_elements(later.value, 1) or [ast.Name("")]))
+            elif isinstance(later, ast.Call) and isinstance(later.func, ast.Attribute) and \
+                    isinstance(later.func.value, ast.Name) and later.func.value.id == name and \
+                    later.func.attr in ("append", "extend", "insert") and later.args:
+                added = [later.args[0]] if later.func.attr == "append" else \
+                    self.argv_elements(later.args[0], 1) or [ast.Name("")] if later.func.attr == "extend" else \
+                    [ast.Name("")]
+                grown.append((later.lineno, later.col_offset, added))
+        return [element for _, _, added in sorted(grown, key=lambda item: item[:2]) for element in added]
 
     def argv_elements(self, node: ast.AST, depth: int = 0) -> list[ast.AST] | None:
         """The elements of an argv list: [...], base + [...], [*base, ...], a name assigned one of them."""
@@ -1204,9 +1231,9 @@ def causal_lm_findings(module: Module):
     if collators == {"DataCollatorForSeq2Seq"}:  # it pads the labels with label_pad_token_id (-100): EOS stays
         trains = False
     tokenizer_side = lambda target: isinstance(target, ast.Attribute) and target.attr in (  # noqa: E731
-        "pad_token", "pad_token_id") and not any(  # model.generation_config.pad_token_id: generation only
-        "config" in (sub.attr if isinstance(sub, ast.Attribute) else sub.id).lower()
-        for sub in ast.walk(target.value) if isinstance(sub, (ast.Attribute, ast.Name)))
+        "pad_token", "pad_token_id") and not (  # model.generation_config.pad_token_id: a model's, not a tokenizer's
+        (isinstance(target.value, ast.Attribute) and target.value.attr.lower().endswith("config")) or
+        (isinstance(target.value, ast.Name) and target.value.id.lower().endswith("config")))
     for part in module.project if trains else []:
         dedicated = [node.lineno for node in part.nodes if isinstance(node, ast.Dict) and any(  # a pad token of its own
             isinstance(key, ast.Constant) and key.value == "pad_token" and not eos(value)
@@ -1729,7 +1756,8 @@ def library_class(module: Module, function: ast.AST) -> bool:
     """Whether a class comes from a module this checker cannot read (llmfoundry's ComposerMPTCausalLM): whether it
     defines get_metrics cannot be told. A module the code itself puts on sys.path from the project's folders first
     (`sys.path.insert(0, str(Path(__file__).parent / "lib")); from net import Net`) is the project's own, placed at
-    run time; one from a folder outside the project (/opt/llm-foundry) or not known here is not."""
+    run time (or from a folder given at run time, args.data); one from a folder outside the project
+    (/opt/llm-foundry) is not."""
     while isinstance(function, ast.Attribute):
         function = function.value
     if not isinstance(function, ast.Name) or function.id not in module.imports or function.id in module.linked:
@@ -1742,9 +1770,10 @@ def library_class(module: Module, function: ast.AST) -> bool:
 PATH_SAME = {"abspath", "realpath", "normpath", "str", "Path", "PurePath", "fspath", "expanduser"}
 
 
-def sys_path_entries(module: Module) -> list[tuple[Path, bool]]:
-    """(folder, relative) per sys.path.insert/append whose folder can be read: relative is True for a folder found
-    from the file (`os.path.dirname(__file__)`, `Path(__file__).parents[1] / "src"`) or written relative."""
+def sys_path_entries(module: Module) -> list[tuple[Path | None, bool]]:
+    """(folder, relative) per sys.path.insert/append: relative is True for a folder found from the file
+    (`os.path.dirname(__file__)`, `Path(__file__).parents[1] / "src"`) or written relative, and for one given at
+    run time that cannot be read here (folder None: `args.data`, the project's data folder)."""
     def folder(node: ast.AST | None, depth: int = 0) -> tuple[str, bool] | None:
         node = module.resolve(node)
         if node is None or depth > 12:
@@ -1784,8 +1813,7 @@ def sys_path_entries(module: Module) -> list[tuple[Path, bool]]:
     for call in module.calls:
         if module.qualname(call.func) in ("sys.path.insert", "sys.path.append") and call.args:
             found = folder(call.args[-1])
-            if found:
-                entries.append((Path(os.path.normpath(found[0])), found[1]))
+            entries.append((Path(os.path.normpath(found[0])), found[1]) if found else (None, True))
     return entries
 
 
@@ -1793,7 +1821,9 @@ def composer_findings(module: Module, launches: list[Launch], device: str, sever
     trainers = [call for call in module.calls_named("Trainer")
                 if not module.qualname(call.func).startswith("transformers")]
     for launch in launches:
-        if launch.launcher == "composer" and launch.option("-n", "--nproc") is None:
+        if launch.launcher == "composer" and launch.option("-n", "--nproc") is None and \
+                not any(option.startswith("$") for option in launch.options):
+            # "$@" or $EXTRA among the launcher's options may carry -n; after the script they go to the script
             yield "launch-default-processes", launch, ""
     multi_process = any((launch.processes or 1) > 1 for launch in launches)
     shuffled = [Loader(module, call) for call in module.calls_named("DataLoader") if shuffles(Loader(module, call))]
@@ -2047,7 +2077,7 @@ class Project:
             # (/opt/llm-foundry) is not the project
             inside = relative or any(self.resolve(entry) in path.parents for path in self.given)
             module.own_sys_path |= inside
-            if inside and entry not in roots:
+            if inside and entry is not None and entry not in roots:
                 roots.append(entry)
         found = []
         for node in module.nodes:
