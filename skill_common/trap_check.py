@@ -479,6 +479,7 @@ class Module:
         self._stores: Counter | None = None
         self._const_names: dict[tuple[str, int], object] = {}
         self._mappings: dict[tuple, tuple[dict, bool]] = {}
+        self.helper_looks: dict[str, bool] = {}  # a function of its own -> whether it returns a look for a checkpoint
         for node in self.nodes:
             if isinstance(node, ast.Import):
                 for alias in node.names:
@@ -1146,12 +1147,37 @@ def hf_flags(launch: Launch) -> bool:
         forwards_parsed(part) for part in runs.project)
 
 
+REDUCERS = {"pop", "popitem", "clear"}
+
+
+def reduced(module: Module, name: str) -> bool:
+    """Whether the dict in ``name`` loses keys somewhere in the module (pop, popitem, clear, del name[key])."""
+    return any((isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in REDUCERS
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == name) or
+               (isinstance(node, ast.Delete) and any(isinstance(target, ast.Subscript) and
+                                                     isinstance(target.value, ast.Name) and target.value.id == name
+                                                     for target in node.targets))
+               for node in module.nodes)
+
+
+def parsed_whole(module: Module, node: ast.AST, followed: set[str]) -> bool:
+    """Whether ``node`` is everything a parser read: vars(args), args.__dict__, dict(...) of one, or a name bound
+    only to one and never reduced. A comprehension or a dict with keys popped picks what it passes on."""
+    if isinstance(node, ast.Call) and called_name(node.func) in ("vars", "dict") and len(node.args) == 1:
+        return called_name(node.func) == "vars" or parsed_whole(module, node.args[0], followed)
+    if isinstance(node, ast.Attribute):
+        return node.attr == "__dict__"
+    if isinstance(node, ast.Name) and node.id in module.assigned and node.id not in followed:
+        followed.add(node.id)
+        return not reduced(module, node.id) and all(parsed_whole(module, value, followed)
+                                                    for value in module.assigned[node.id])
+    return False
+
+
 def forwards_parsed(module: Module) -> bool:
     """Whether a module passes its parsed flags on to TrainingArguments whole: TrainingArguments(**vars(args)),
     (**args.__dict__), or a helper that builds them given the same."""
-    parsed = lambda node: (isinstance(node, ast.Call) and called_name(node.func) == "vars") or (  # noqa: E731
-        isinstance(node, ast.Attribute) and node.attr == "__dict__")
-    return any(keyword.arg is None and module.mentions(keyword.value, parsed)
+    return any(keyword.arg is None and parsed_whole(module, keyword.value, set())
                for node, _, _ in training_arguments(module) if isinstance(node, ast.Call) for keyword in node.keywords)
 
 
@@ -1323,11 +1349,25 @@ def looks_for_checkpoint(module: Module, test: ast.AST) -> bool:
                 return not built_before(module, node) and any(
                     module.mentions(argument, output_folder) for argument in looked)
             return any(module.mentions(argument, output_folder) for argument in looked)
+        if isinstance(node, ast.Call) and called_name(node.func) in module.functions:
+            return helper_looks(module, called_name(node.func))  # can_resume(out): a look written as a function
         name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
         if name is not None:
             return bool(re.search(r"checkpoint|ckpt", name, re.I))
         return isinstance(node, ast.Constant) and isinstance(node.value, str) and "checkpoint" in node.value
     return module.mentions(test, look)
+
+
+def helper_looks(module: Module, name: str) -> bool:
+    """Whether a function of the module returns a look for a checkpoint (any(Path(out).glob("checkpoint-*")), the
+    newest checkpoint-N or None); each function is read once, so recursion ends."""
+    known = module.helper_looks
+    if name not in known:
+        known[name] = False
+        known[name] = any(isinstance(node, ast.Return) and node.value is not None and
+                          looks_for_checkpoint(module, node.value)
+                          for definition in module.functions[name] for node in ast.walk(definition))
+    return known[name]
 
 
 EXISTS = {"exists", "is_dir", "isdir", "is_file", "isfile"}

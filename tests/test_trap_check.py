@@ -1292,6 +1292,14 @@ def test_r6_d2_parsed_flags_passed_on_whole_are_training_arguments(tmp_path):
     assert project_found(HF, tmp_path, picked, ["run.sh"]) == set()
     other = {"train.py": script.format("output_dir=a.output_dir") + "log(**vars(a))\n", "run.sh": launch}
     assert project_found(HF, tmp_path, other, ["run.sh"]) == set()  # passed whole to something else
+    picked_out = {  # the script's own flag taken out of the parsed dict before ** passes the rest on
+        "popped": "opts = vars(a)\nratio = opts.pop('warmup_ratio')\nargs = TrainingArguments(**opts, warmup_steps=ratio)\n",
+        "deleted": "opts = vars(a)\ndel opts['warmup_ratio']\nargs = TrainingArguments(**opts)\n",
+        "filtered": "args = TrainingArguments(**{k: v for k, v in vars(a).items() if k in KNOWN})\n"}
+    for how, tail in picked_out.items():
+        head = textwrap.dedent(script).replace("args = TrainingArguments({})\n", "")
+        files = {"train.py": head + tail, "run.sh": launch}
+        assert project_found(HF, tmp_path, files, ["run.sh"]) == set(), how
 
 
 def test_r6_d3_only_a_sys_path_entry_of_the_project_makes_a_class_its_own(tmp_path):
@@ -1379,3 +1387,18 @@ def test_r6_d10_composer_s_launcher_gives_what_follows_the_script_to_the_script(
     parsed = _get_parser().parse_args(["train.py", "-n", "2"])
     assert (parsed.training_script, parsed.training_script_args) == ("train.py", ["-n", "2"])
     assert _get_parser().parse_args(["-n", "2", "train.py"]).nproc == 2
+
+
+def test_a_resume_guard_written_as_a_function_of_its_own_is_read():
+    """if can_resume(out): train(resume_from_checkpoint=True) is guarded when can_resume returns a look for a
+    checkpoint; a function that only prints the word and returns True guards nothing."""
+    looks = ("def can_resume(out):\n    return any(Path(out).glob('checkpoint-*/trainer_state.json'))\n",
+             "def find_latest(out):\n    found = sorted(Path(out).glob('checkpoint-*'))\n"
+             "    return found[-1] if found else None\n")
+    blind = "def can_resume(out):\n    print('checkpoint-N next')\n    return True\n"
+    train = ("from pathlib import Path\nfrom transformers import Trainer\n{}"
+             "trainer = Trainer(model=m, args=args)\nif {}(args.output_dir):\n"
+             "    trainer.train(resume_from_checkpoint=True)\nelse:\n    trainer.train()\n")
+    assert rules_found(HF, {"t.py": train.format(looks[0], "can_resume")}) == set()
+    assert rules_found(HF, {"t.py": train.format(looks[1], "find_latest")}) == set()
+    assert rules_found(HF, {"t.py": train.format(blind, "can_resume")}) == {"resume-true-unconditional"}
