@@ -1300,6 +1300,15 @@ def test_r6_d2_parsed_flags_passed_on_whole_are_training_arguments(tmp_path):
         head = textwrap.dedent(script).replace("args = TrainingArguments({})\n", "")
         files = {"train.py": head + tail, "run.sh": launch}
         assert project_found(HF, tmp_path, files, ["run.sh"]) == set(), how
+    passed_on = {  # copies and merges of the parsed dict still carry the flag, so does a pop of another key
+        "copy": "args = TrainingArguments(**vars(a).copy())\n",
+        "merged": "args = TrainingArguments(**{**vars(a), 'seed': 1})\n",
+        "updated": "opts = {'seed': 1}\nopts.update(vars(a))\nargs = TrainingArguments(**opts)\n",
+        "other key popped": "opts = vars(a)\nopts.pop('seed', None)\nargs = TrainingArguments(**opts)\n"}
+    for how, tail in passed_on.items():
+        head = textwrap.dedent(script).replace("args = TrainingArguments({})\n", "")
+        files = {"train.py": head + tail, "run.sh": launch}
+        assert project_found(HF, tmp_path, files, ["run.sh"]) == {("removed-warmup_ratio", "run.sh")}, how
 
 
 def test_r6_d3_only_a_sys_path_entry_of_the_project_makes_a_class_its_own(tmp_path):
@@ -1402,3 +1411,19 @@ def test_a_resume_guard_written_as_a_function_of_its_own_is_read():
     assert rules_found(HF, {"t.py": train.format(looks[0], "can_resume")}) == set()
     assert rules_found(HF, {"t.py": train.format(looks[1], "find_latest")}) == set()
     assert rules_found(HF, {"t.py": train.format(blind, "can_resume")}) == {"resume-true-unconditional"}
+
+
+def test_a_resume_guard_imported_from_a_project_module_is_read_by_its_body(tmp_path):
+    """from ckpt import can_resume / import helpers; helpers.can_resume(out): judged by what the function returns, in
+    its own file; a function named has_checkpoint that returns True guards nothing."""
+    train = ("from transformers import Trainer\n{}\ntrainer = Trainer(model=m, args=args)\nif {}(out):\n"
+             "    trainer.train(resume_from_checkpoint=True)\nelse:\n    trainer.train()\n")
+    looks = "from pathlib import Path\ndef can_resume(out):\n    return any(Path(out).glob('checkpoint-*'))\n"
+    blind = "def can_resume(out):\n    print('checkpoint-N next')\n    return True\n"
+    for body, expected in ((looks, set()), (blind, {("resume-true-unconditional", "train.py")})):
+        for imported, called in (("from helpers import can_resume", "can_resume"),
+                                 ("import helpers", "helpers.can_resume")):
+            files = {"helpers.py": body, "train.py": train.format(imported, called)}
+            assert project_found(HF, tmp_path, files) == expected, (imported, body)
+    named = "def has_checkpoint(out):\n    return True\n" + train.format("", "has_checkpoint")
+    assert rules_found(HF, {"t.py": named}) == {"resume-true-unconditional"}

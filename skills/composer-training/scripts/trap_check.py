@@ -1113,12 +1113,12 @@ def transformers_findings(module: Module, launches: list[Launch]):
     training = training_arguments(module)
     yield from argument_findings(module, training)
     yield from imported_findings(module)
-    for launch in [launch for launch in launches if hf_flags(launch)]:
+    for launch in launches:
         # the same arguments as HfArgumentParser flags on a command line
         for name, _what, _fix in REMOVED_ARGUMENTS:
-            if launch.flag(name) is not None:
+            if launch.flag(name) is not None and hf_flags(launch, name):
                 yield f"removed-{name}", launch, f"--{name} on the command line"
-        if launch.flag("optim") == "adamw_hf":
+        if launch.flag("optim") == "adamw_hf" and hf_flags(launch, "optim"):
             yield "optim-adamw-hf", launch, "--optim adamw_hf on the command line"
     for call in module.calls_named(suffix="Trainer"):
         kw, _ = module.kwargs(call)
@@ -1142,7 +1142,7 @@ OTHER_PARSERS = {"ArgumentParser", "argparse", "click", "typer", "fire", "argv",
 HF_PARSERS = {"HfArgumentParser", "TrlParser", "parse_args_into_dataclasses"}
 
 
-def hf_flags(launch: Launch) -> bool:
+def hf_flags(launch: Launch, flag: str) -> bool:
     """Whether the script a launch runs reads its flags into TrainingArguments: it uses HfArgumentParser, or it
     cannot be seen here (or parses no flags that can be seen), or it passes what its own parser read on whole
     (`TrainingArguments(**vars(args))`). A script that reads them with its own parser and picks them (argparse's
@@ -1152,41 +1152,33 @@ def hf_flags(launch: Launch) -> bool:
         return True
     names = runs.project_names
     return bool(HF_PARSERS & names) or not (OTHER_PARSERS & names) or any(
-        forwards_parsed(part) for part in runs.project)
+        forwards_parsed(part, flag) for part in runs.project)
 
 
-REDUCERS = {"pop", "popitem", "clear"}
-
-
-def reduced(module: Module, name: str) -> bool:
-    """Whether the dict in ``name`` loses keys somewhere in the module (pop, popitem, clear, del name[key])."""
-    return any((isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in REDUCERS
-                and isinstance(node.func.value, ast.Name) and node.func.value.id == name) or
-               (isinstance(node, ast.Delete) and any(isinstance(target, ast.Subscript) and
-                                                     isinstance(target.value, ast.Name) and target.value.id == name
+def flag_removed(module: Module, flag: str) -> bool:
+    """Whether the module takes a parsed flag's key out of a dict: something.pop("flag"), del something["flag"]."""
+    named = lambda node: isinstance(node, ast.Constant) and node.value == flag  # noqa: E731
+    return any((isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "pop" and
+                node.args and named(node.args[0])) or
+               (isinstance(node, ast.Delete) and any(isinstance(target, ast.Subscript) and named(target.slice)
                                                      for target in node.targets))
                for node in module.nodes)
 
 
-def parsed_whole(module: Module, node: ast.AST, followed: set[str]) -> bool:
-    """Whether ``node`` is everything a parser read: vars(args), args.__dict__, dict(...) of one, or a name bound
-    only to one and never reduced. A comprehension or a dict with keys popped picks what it passes on."""
-    if isinstance(node, ast.Call) and called_name(node.func) in ("vars", "dict") and len(node.args) == 1:
-        return called_name(node.func) == "vars" or parsed_whole(module, node.args[0], followed)
-    if isinstance(node, ast.Attribute):
-        return node.attr == "__dict__"
-    if isinstance(node, ast.Name) and node.id in module.assigned and node.id not in followed:
-        followed.add(node.id)
-        return not reduced(module, node.id) and all(parsed_whole(module, value, followed)
-                                                    for value in module.assigned[node.id])
-    return False
+def forwards_parsed(module: Module, flag: str) -> bool:
+    """Whether a module passes its parsed flag on to TrainingArguments: TrainingArguments(**vars(args)),
+    (**args.__dict__), a copy or merge of them, or a helper that builds them given the same; not when the flag's key
+    is popped or deleted first, or a comprehension with a condition picks the keys."""
+    parsed = lambda node: (isinstance(node, ast.Call) and called_name(node.func) == "vars") or (  # noqa: E731
+        isinstance(node, ast.Attribute) and node.attr == "__dict__")
+    picked = lambda node: isinstance(node, ast.DictComp) and any(part.ifs for part in node.generators)  # noqa: E731
+    def passes(value: ast.AST) -> bool:  # the value, or the edits of the dict it names (opts.update(vars(a)))
+        edits = module.edits.get(value.id, []) if isinstance(value, ast.Name) else []
+        return any(module.mentions(part, parsed) for part in [value, *edits])
 
-
-def forwards_parsed(module: Module) -> bool:
-    """Whether a module passes its parsed flags on to TrainingArguments whole: TrainingArguments(**vars(args)),
-    (**args.__dict__), or a helper that builds them given the same."""
-    return any(keyword.arg is None and parsed_whole(module, keyword.value, set())
-               for node, _, _ in training_arguments(module) if isinstance(node, ast.Call) for keyword in node.keywords)
+    return not flag_removed(module, flag) and any(
+        keyword.arg is None and passes(keyword.value) and not module.mentions(keyword.value, picked)
+        for node, _, _ in training_arguments(module) if isinstance(node, ast.Call) for keyword in node.keywords)
 
 
 def best_model_findings(module: Module, call: ast.Call, kw: dict, complete: bool):
@@ -1359,9 +1351,18 @@ def looks_for_checkpoint(module: Module, test: ast.AST) -> bool:
             return any(module.mentions(argument, output_folder) for argument in looked)
         if isinstance(node, ast.Call) and called_name(node.func) in module.functions:
             return helper_looks(module, called_name(node.func))  # can_resume(out): a look written as a function
+        if isinstance(node, ast.Call) and called_name(node.func) in module.linked:  # the same, imported
+            home, defined = module.linked[called_name(node.func)]
+            return defined in home.functions and helper_looks(home, defined)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                isinstance(node.func.value, ast.Name) and node.func.value.id in module.linked and \
+                not module.linked[node.func.value.id][1]:  # import helpers; helpers.can_resume(out)
+            home = module.linked[node.func.value.id][0]
+            return node.func.attr in home.functions and helper_looks(home, node.func.attr)
         name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
-        if name is not None:
-            return bool(re.search(r"checkpoint|ckpt", name, re.I))
+        if name is not None:  # a function read above is judged by its body, not by its name
+            return name not in module.functions and name not in module.linked and \
+                bool(re.search(r"checkpoint|ckpt", name, re.I))
         return isinstance(node, ast.Constant) and isinstance(node.value, str) and "checkpoint" in node.value
     return module.mentions(test, look)
 
