@@ -1292,24 +1292,21 @@ def test_r6_d2_parsed_flags_passed_on_whole_are_training_arguments(tmp_path):
     assert project_found(HF, tmp_path, picked, ["run.sh"]) == set()
     other = {"train.py": script.format("output_dir=a.output_dir") + "log(**vars(a))\n", "run.sh": launch}
     assert project_found(HF, tmp_path, other, ["run.sh"]) == set()  # passed whole to something else
-    picked_out = {  # the script's own flag taken out of the parsed dict before ** passes the rest on
-        "popped": "opts = vars(a)\nratio = opts.pop('warmup_ratio')\nargs = TrainingArguments(**opts, warmup_steps=ratio)\n",
-        "deleted": "opts = vars(a)\ndel opts['warmup_ratio']\nargs = TrainingArguments(**opts)\n",
-        "filtered": "args = TrainingArguments(**{k: v for k, v in vars(a).items() if k in KNOWN})\n"}
-    for how, tail in picked_out.items():
-        head = textwrap.dedent(script).replace("args = TrainingArguments({})\n", "")
+    flagged = {("removed-warmup_ratio", "run.sh")}
+    tails = {  # the flag's key taken out before ** passes the rest on: no finding; copies, merges and a pop of
+        # another key still carry it
+        "popped": ("opts = vars(a)\nratio = opts.pop('warmup_ratio')\n"
+                   "args = TrainingArguments(**opts, warmup_steps=ratio)\n", set()),
+        "deleted": ("opts = vars(a)\ndel opts['warmup_ratio']\nargs = TrainingArguments(**opts)\n", set()),
+        "filtered": ("args = TrainingArguments(**{k: v for k, v in vars(a).items() if k in KNOWN})\n", set()),
+        "copy": ("args = TrainingArguments(**vars(a).copy())\n", flagged),
+        "merged": ("args = TrainingArguments(**{**vars(a), 'seed': 1})\n", flagged),
+        "updated": ("opts = {'seed': 1}\nopts.update(vars(a))\nargs = TrainingArguments(**opts)\n", flagged),
+        "other key popped": ("opts = vars(a)\nopts.pop('seed', None)\nargs = TrainingArguments(**opts)\n", flagged)}
+    head = textwrap.dedent(script).replace("args = TrainingArguments({})\n", "")
+    for how, (tail, expected) in tails.items():
         files = {"train.py": head + tail, "run.sh": launch}
-        assert project_found(HF, tmp_path, files, ["run.sh"]) == set(), how
-    passed_on = {  # copies and merges of the parsed dict still carry the flag, so does a pop of another key
-        "copy": "args = TrainingArguments(**vars(a).copy())\n",
-        "merged": "args = TrainingArguments(**{**vars(a), 'seed': 1})\n",
-        "updated": "opts = {'seed': 1}\nopts.update(vars(a))\nargs = TrainingArguments(**opts)\n",
-        "other key popped": "opts = vars(a)\nopts.pop('seed', None)\nargs = TrainingArguments(**opts)\n"}
-    for how, tail in passed_on.items():
-        head = textwrap.dedent(script).replace("args = TrainingArguments({})\n", "")
-        files = {"train.py": head + tail, "run.sh": launch}
-        assert project_found(HF, tmp_path, files, ["run.sh"]) == {("removed-warmup_ratio", "run.sh")}, how
-
+        assert project_found(HF, tmp_path, files, ["run.sh"]) == expected, how
 
 def test_r6_d3_only_a_sys_path_entry_of_the_project_makes_a_class_its_own(tmp_path):
     """sys.path.insert(0, "/opt/llm-foundry") made llmfoundry's model "the project's own" (eval-without-metrics);
