@@ -1424,3 +1424,249 @@ def test_a_resume_guard_imported_from_a_project_module_is_read_by_its_body(tmp_p
             assert project_found(HF, tmp_path, files) == expected, (imported, body)
     named = "def has_checkpoint(out):\n    return True\n" + train.format("", "has_checkpoint")
     assert rules_found(HF, {"t.py": named}) == {"resume-true-unconditional"}
+
+
+# ---- left open by the sixth round: values read from a config dict or a class ----
+
+def test_a_duration_read_from_a_config_dict_or_a_class_attribute_is_followed():
+    """max_duration=CFG["max_duration"] and max_duration=Cfg.max_duration: the value is followed into the dict
+    literal or the class body; a key or attribute set again before the call takes the new value or makes it unknown."""
+    trainer = "from composer import Trainer\n{}\nTrainer(model=m, optimizers=o, max_duration={})\n"
+    for unit, expected in (("10iter", {"duration-unit"}), ("10ba", set())):
+        assert rules_found(CP, {"t.py": trainer.format(f'CFG = {{"max_duration": "{unit}", "lr": 1e-3}}',
+                                                       'CFG["max_duration"]')}) == expected, unit
+        assert rules_found(CP, {"t.py": trainer.format(f'class Cfg:\n    max_duration = "{unit}"',
+                                                       "Cfg.max_duration")}) == expected, unit
+        assert rules_found(CP, {"t.py": trainer.format(f'class Cfg:\n    max_duration: str = "{unit}"',
+                                                       "Cfg.max_duration")}) == expected, unit
+    reset = 'CFG = {"max_duration": "10iter"}\nCFG["max_duration"] = "10ba"'
+    assert rules_found(CP, {"t.py": trainer.format(reset, 'CFG["max_duration"]')}) == set()
+    reset = 'CFG = {"max_duration": "10ba"}\nCFG["max_duration"] = "10iter"'
+    assert rules_found(CP, {"t.py": trainer.format(reset, 'CFG["max_duration"]')}) == {"duration-unit"}
+    moved = 'class Cfg:\n    max_duration = "10iter"\nCfg.max_duration = "2ep"'
+    assert rules_found(CP, {"t.py": trainer.format(moved, "Cfg.max_duration")}) == set()
+
+
+# ---- the seventh outside review (issue #14): crashes, launch values of parsed flags, the resume guard's cost ----
+
+def test_r7_01_max_steps_of_different_types_are_listed_not_a_crash():
+    """max_steps=100 then args.max_steps = "200" (or None): sorting the values raised TypeError, which lost every
+    finding of the run."""
+    for again in ('"200"', "None"):
+        code = (f'args = TrainingArguments(output_dir="o", max_steps=100)\nargs.max_steps = {again}\n'
+                'Trainer(model=m, args=args).train(resume_from_checkpoint="o/checkpoint-50")\n')
+        assert rules_found(HF, {"t.py": code}) == {"resume-changed-max-steps"}, again
+
+
+def test_r7_02_a_process_count_of_thousands_of_digits_is_many_processes_not_a_crash():
+    """int() refuses strings of over 4,300 digits: such a count read 10**18 instead of raising ValueError."""
+    huge = "9" * 5000
+    assert TC.count(huge) == 10 ** 18 and TC.count("0002") == 2 and TC.count("²") is None
+    assert rules_found(HF, {"run.sh": f"accelerate launch --cpu --num_processes {huge} train.py\n"}) == \
+        {"accelerate-cpu-processes"}
+    seqcls = "model = AutoModelForSequenceClassification.from_pretrained('m')\nTrainer(model=model, args=a)\n"
+    assert rules_found(HF, {"train.py": seqcls, "run.sh": f"torchrun --nproc_per_node {huge} train.py\n"}) == \
+        {"seqcls-loss-scaling"}
+
+
+def test_r7_03_a_nul_byte_in_a_launched_path_is_no_crash():
+    for code in ('import subprocess\nsubprocess.run(["torchrun", "--nproc_per_node", "2", "tra\\x00in.py"])\n',
+                 'import sys\nsys.path.insert(0, "/opt/x\\x00y")\nimport helpers\n'):
+        assert found(HF, {"t.py": code}) == []
+
+
+def test_r7_04_a_defect_of_the_checker_names_the_file_and_keeps_the_other_files_findings(monkeypatch):
+    """Any unexpected error in one file's rules was exit 1 with no checks: it now names that file as not checked
+    (exit 2 in the script) and the other files' findings stay."""
+    real = TC.transformers_findings
+
+    def failing_on_broken(module, launches):
+        if module.path == "broken.py":
+            raise TypeError("'<' not supported")
+        return real(module, launches)
+
+    monkeypatch.setattr(TC, "transformers_findings", failing_on_broken)
+    findings, broken = TC.check_sources({"broken.py": "x = 1\n", "t.py": ARGS.format("no_cuda=True")}, HF, "cpu")
+    assert [finding.rule for finding in findings] == ["removed-no_cuda"]
+    assert broken == ["broken.py: this checker failed on it (TypeError: '<' not supported; a defect of the checker, "
+                      "not of the file: the other files are still checked)"]
+
+
+def test_r7_05_a_parsed_flag_takes_the_value_the_launches_give_it(tmp_path):
+    """run_name=args.job (default "baseline") launched as --job a and --job b is two run names, not "baseline" in
+    every job (a false autoresume-shared-folder on the skill's own fix); --grad_accum 8 over a default of 1 is
+    accumulation, --grad_accum 1 over a default of 4 is none."""
+    train = """
+        import argparse
+        from composer import Trainer
+        p = argparse.ArgumentParser()
+        p.add_argument("--job", default="baseline")
+        p.add_argument("--lr", type=float, default=0.1)
+        args = p.parse_args()
+        Trainer(model=m, optimizers=o, train_dataloader=d, max_duration="2ep", autoresume=True, run_name=args.job,
+                save_folder="checkpoints/{run_name}")
+        """
+    sweep = "composer -n 1 train.py --job {} --lr 0.1\ncomposer -n 1 train.py --job {} --lr 0.01\n"
+    assert project_found(CP, tmp_path, {"train.py": train, "sweep.sh": sweep.format("a", "b")}) == set()
+    assert project_found(CP, tmp_path, {"train.py": train, "sweep.sh": sweep.format("a", "a")}) == \
+        {("autoresume-shared-folder", "train.py")}, "the same --job in both: one folder"
+    assert project_found(CP, tmp_path, {"train.py": train, "sweep.sh": sweep.format("$JOB", "$JOB")}) == set()
+
+    accumulated = """
+        import argparse
+        from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments
+        model = AutoModelForSequenceClassification.from_pretrained("data/model")
+        p = argparse.ArgumentParser()
+        p.add_argument("--grad_accum", type=int, default={})
+        args = p.parse_args()
+        Trainer(model=model, args=TrainingArguments(output_dir="o", gradient_accumulation_steps=args.grad_accum))
+        """
+    for default, launched, expected in ((1, "8", {("seqcls-loss-scaling", "train.py")}), (4, "1", set()),
+                                        (4, "$GA", set()), (4, "x", set())):
+        files = {"train.py": accumulated.format(default), "run.sh": f"python train.py --grad_accum {launched}\n"}
+        assert project_found(HF, tmp_path, files) == expected, (default, launched)
+    alone = {"train.py": accumulated.format(4)}
+    assert project_found(HF, tmp_path / "alone", alone) == {("seqcls-loss-scaling", "train.py")}, "no launch: default"
+
+
+def test_r7_06_hundreds_of_resume_calls_below_hundreds_of_looks_stay_fast():
+    """Every resume call read every statement above it and every look re-listed the file's Trainer calls: 400 resumes
+    under 600 ifs took about 170 s; each look and each statement is now read once."""
+    code = "import os\nfrom transformers import Trainer, TrainingArguments\n" \
+        "t = Trainer(model=None, args=TrainingArguments(output_dir='out'))\n" + \
+        "".join(f"if os.path.exists('out{index}'):\n    print({index})\n" for index in range(300)) + \
+        "t.train(resume_from_checkpoint=True)\n" * 400
+    started = time.perf_counter()
+    assert [finding.rule for finding in found(HF, {"t.py": code})] == ["resume-true-unconditional"] * 400
+    assert time.perf_counter() - started < 5
+
+
+def test_r7_07_a_guard_helper_that_returns_from_inside_a_look_guards(tmp_path):
+    """`if any(Path(d).glob("checkpoint-*")): return True` / `return False`, a loop over names that returns on a
+    "checkpoint-" one (imported), and a look for trainer_state.json: each guards the resume; a helper with no look
+    still guards nothing."""
+    train = ("from pathlib import Path\nimport os\nfrom transformers import Trainer, TrainingArguments\n"
+             "trainer = Trainer(model=None, args=TrainingArguments(output_dir='out'))\n{}\n"
+             "if can_resume('out'):\n    trainer.train(resume_from_checkpoint=True)\nelse:\n    trainer.train()\n")
+    for helper in ("def can_resume(d):\n    if any(Path(d).glob('checkpoint-*')):\n        return True\n    return False",
+                   "def can_resume(d):\n    return any((p / 'trainer_state.json').is_file() for p in Path(d).iterdir())"):
+        assert rules_found(HF, {"t.py": train.format(helper)}) == set(), helper
+    blind = "def can_resume(d):\n    if d:\n        return True\n    return False"
+    assert rules_found(HF, {"t.py": train.format(blind)}) == {"resume-true-unconditional"}
+    loop = ("import os\ndef can_resume(d):\n    for name in os.listdir(d):\n        if name.startswith('checkpoint-'):\n"
+            "            return True\n    return False\n")
+    files = {"util.py": loop, "train.py": train.format("from util import can_resume")}
+    assert project_found(HF, tmp_path, files, ["train.py"]) == set()
+
+
+def test_r7_08_trainer_train_true_is_a_resume_and_model_train_true_is_not():
+    """resume_from_checkpoint is Trainer.train's first parameter: trainer.train(True) resumes; model.train(True) is
+    torch's train mode."""
+    import inspect
+
+    from transformers import Trainer
+
+    assert next(iter(list(inspect.signature(Trainer.train).parameters)[1:])) == "resume_from_checkpoint"
+    code = "trainer = Trainer(model=model, args=args)\nmodel.train(True)\ntrainer.train({})\n"
+    assert [(f.rule, f.line) for f in found(HF, {"t.py": code.format("True")})] == [("resume-true-unconditional", 3)]
+    assert found(HF, {"t.py": code.format("")}) == []
+
+
+def test_r7_09_accepts_loss_kwargs_false_in_a_subclass_body_is_the_fix():
+    """class Classifier(BertForSequenceClassification): accepts_loss_kwargs = False; the Trainer reads it (proved
+    here on the installed transformers) so no seqcls-loss-scaling."""
+    from transformers import BertConfig, BertForSequenceClassification, Trainer, TrainingArguments
+
+    class Classifier(BertForSequenceClassification):
+        accepts_loss_kwargs = False
+
+    model = Classifier(BertConfig(vocab_size=16, hidden_size=8, num_hidden_layers=1, num_attention_heads=1,
+                                  intermediate_size=8))
+    args = TrainingArguments(output_dir="unused", gradient_accumulation_steps=4, use_cpu=True, report_to="none")
+    assert Trainer(model=model, args=args).model_accepts_loss_kwargs is False
+    code = ("from transformers import BertForSequenceClassification, Trainer, TrainingArguments\n"
+            "class Classifier(BertForSequenceClassification):\n    accepts_loss_kwargs = {}\n"
+            "model = Classifier.from_pretrained('m')\n"
+            "Trainer(model=model, args=TrainingArguments(output_dir='o', gradient_accumulation_steps=4))\n")
+    assert rules_found(HF, {"t.py": code.format("False")}) == set()
+    assert rules_found(HF, {"t.py": code.format("True")}) == {"seqcls-loss-scaling"}
+
+
+def test_r7_10_a_launch_of_a_module_is_a_launch(tmp_path):
+    """accelerate launch --cpu --num_processes 2 -m mypkg.train (and torchrun -m, composer -m) ran unseen: the module
+    is read as mypkg/train.py."""
+    assert rules_found(HF, {"run.sh": "accelerate launch --cpu --num_processes 2 -m mypkg.train --lr 1\n"}) == \
+        {"accelerate-cpu-processes"}
+    seqcls = "model = AutoModelForSequenceClassification.from_pretrained('m')\nTrainer(model=model, args=a)\n"
+    for launch in ("torchrun --nproc_per_node 2 -m mypkg.train", "torchrun --nproc_per_node=2 --module mypkg.train"):
+        files = {"mypkg/train.py": seqcls, "run.sh": launch + "\n"}  # named at the launch that starts 2 processes
+        assert project_found(HF, tmp_path, files) == {("seqcls-loss-scaling", "run.sh")}, launch
+        assert project_found(HF, tmp_path / "alone", {"run.sh": launch + "\n"}) == set(), "no module: no model"
+    assert rules_found(HF, {"run.sh": "accelerate launch --cpu --num_processes 2 -m\n"}) == set()
+
+
+@pytest.mark.parametrize("save_steps, eval_steps", [(0.15, 0.1), (0.2, 0.1), (0.3, 0.1), (0.5, 0.25), (0.5, 2),
+                                                    (4, 0.5), (10, 5), (10, 4)])
+def test_r7_11_fractional_steps_are_judged_as_training_arguments_judges_them(save_steps, eval_steps):
+    """Steps below 1 are ratios of the run: TrainingArguments raises unless both are ratios and one is a multiple of
+    the other in its own scaled arithmetic; the rule fires exactly when it raises."""
+    from transformers import TrainingArguments
+
+    try:
+        TrainingArguments(output_dir="unused", eval_strategy="steps", save_steps=save_steps, eval_steps=eval_steps,
+                          load_best_model_at_end=True, report_to="none")
+        raises = False
+    except ValueError:
+        raises = True
+    code = ARGS.format(f'eval_strategy="steps", save_steps={save_steps}, eval_steps={eval_steps}, '
+                       "load_best_model_at_end=True")
+    assert ("best-save-not-multiple" in rules_found(HF, {"t.py": code})) == raises
+
+
+def test_r7_12_lines_are_counted_at_newlines_only():
+    """A form feed, NEL or U+2028 in a comment moved every later shell line (and a launch in a Python string) down."""
+    shell = "# setup\x0c\n# caf\x85 NEL\n# line sep \u2028 here\naccelerate launch --cpu --num_processes 2 train.py\n"
+    assert [(f.rule, f.line) for f in found(HF, {"run.sh": shell})] == [("accelerate-cpu-processes", 4)]
+    python = 'CMD = """\n# x\x0c\naccelerate launch --cpu --num_processes 2 train.py\n"""\n'
+    assert [(f.rule, f.line) for f in found(HF, {"t.py": python})] == [("accelerate-cpu-processes", 3)]
+
+
+def test_r7_13_a_long_duration_string_is_read_in_linear_time():
+    started = time.perf_counter()
+    assert found(CP, {"t.py": f"Trainer(model=m, optimizers=o, max_duration='1{'e' * 20000}x')\n"}) == []
+    assert time.perf_counter() - started < 1  # 3.2 s before: the time-string pattern backtracked
+
+
+def test_r7_14_pad_token_set_to_eos_through_a_name_or_setattr():
+    head = "from transformers import DataCollatorForLanguageModeling, Trainer\n"
+    tail = "Trainer(model=m, args=a, data_collator=DataCollatorForLanguageModeling(tokenizer, mlm=False))\n"
+    for spelling in ("eos = tokenizer.eos_token\ntokenizer.pad_token = eos\n",
+                     'setattr(tokenizer, "pad_token", tokenizer.eos_token)\n',
+                     'setattr(tokenizer, "pad_token_id", tokenizer.eos_token_id)\n'):
+        assert rules_found(HF, {"t.py": head + spelling + tail}) == {"pad-token-eos"}, spelling
+    for fixed in ('tokenizer.add_special_tokens({"pad_token": "[PAD]"})\n',
+                  'setattr(model.generation_config, "pad_token_id", tokenizer.eos_token_id)\n',
+                  "eos = tokenizer.eos_token\nprint(eos)\n"):
+        assert rules_found(HF, {"t.py": head + fixed + tail}) == set(), fixed
+
+
+def test_r7_15_a_launch_flag_taken_out_by_a_loop_a_helper_a_rename_or_delattr_is_not_passed(tmp_path):
+    """`python train.py --evaluation_strategy steps` into TrainingArguments(**vars(args)): no finding when the key is
+    popped over a loop of literal keys, popped by a project helper, parsed under another dest, or delattr'd."""
+    parse = ("import argparse\nfrom transformers import TrainingArguments\np = argparse.ArgumentParser()\n"
+             "p.add_argument('--output_dir')\np.add_argument('--evaluation_strategy'{})\nargs = p.parse_args()\n")
+    launch = {"run.sh": "python train.py --output_dir o --evaluation_strategy steps\n"}
+    removed = ("removed-evaluation_strategy", "run.sh")
+    cases = {
+        "loop": (parse.format("") + "opts = vars(args)\nfor key in ('evaluation_strategy', 'no_cuda'):\n"
+                 "    opts.pop(key, None)\nTrainingArguments(**opts)\n", {}),
+        "helper": (parse.format("") + "from util import clean\nTrainingArguments(**clean(vars(args)))\n",
+                   {"util.py": "def clean(d):\n    d.pop('evaluation_strategy', None)\n    return d\n"}),
+        "dest": (parse.format(", dest='eval_strategy'") + "TrainingArguments(**vars(args))\n", {}),
+        "delattr": (parse.format("") + "delattr(args, 'evaluation_strategy')\nTrainingArguments(**vars(args))\n", {}),
+    }
+    for name, (train, others) in cases.items():
+        assert project_found(HF, tmp_path / name, {"train.py": train, **launch, **others}) == set(), name
+    passed = parse.format("") + "opts = vars(args)\nfor key in ('no_cuda',):\n    opts.pop(key, None)\n" \
+        "TrainingArguments(**opts)\n"
+    assert removed in project_found(HF, tmp_path / "passed", {"train.py": passed, **launch})

@@ -22,8 +22,9 @@ get_metrics or a sequence classification model in model.py, MAX_DURATION in conf
 trap written there is named at its own file and line). Launch commands are read from shell lines (shlex; behind if,
 for, timeout, srun, sudo, env and variable prefixes) and from Python strings and argv lists (`LAUNCH = "composer -n 2
 train.py"`, `subprocess.run([sys.executable, "-m", "composer.cli.launcher", ...])`). A launch of a Python file given
-here checks that file under the launch (process count, flags, offline variables); a value the launch takes from a
-variable is unknown and no finding depends on it.
+here (or of a module, `-m pkg.train` read as pkg/train.py) checks that file under the launch (process count, flags,
+offline variables, the values its argparse flags get); a value the launch takes from a variable is unknown and no
+finding depends on it.
 
 --device is the device the checked code will run on where it does not name one itself (Composer picks the GPU when
 there is one): auto is a GPU when one is visible here, and gpu is accepted on a machine without one (nothing runs
@@ -45,6 +46,7 @@ if __name__ == "__main__":  # Ctrl-C while the modules below load: one line and 
 import ast  # noqa: E402
 import gc  # noqa: E402
 import io  # noqa: E402
+import math  # noqa: E402
 import re  # noqa: E402
 import shlex  # noqa: E402
 import stat  # noqa: E402
@@ -288,7 +290,7 @@ class Launch:
                  "torchrun": self.option("--nproc_per_node", "--nproc-per-node"),
                  "composer": self.option("-n", "--nproc"),
                  "deepspeed": self.option("--num_gpus", "--num-gpus")}.get(self.launcher, "1")
-        return int(value) if value and value.isascii() and value.isdigit() else None  # "²".isdigit() is true
+        return count(value)
 
     def flag(self, name: str) -> str | None:
         """The value of an HfArgumentParser flag on the script's command line (`--x v`, `--x=v`, dashes or not)."""
@@ -304,6 +306,15 @@ class Launch:
     def job(self) -> tuple:
         """What makes two launches of one file different jobs: the script's arguments and the environment."""
         return tuple(self.args), tuple(sorted(self.env.items()))
+
+
+def count(text: str | None) -> int | None:
+    """A count written in ASCII digits ("²".isdigit() is true), else None; one past 18 digits is read as 10**18 (int()
+    refuses strings of over 4,300 digits)."""
+    if not text or not text.isascii() or not text.isdigit():
+        return None
+    digits = text.lstrip("0") or "0"
+    return int(digits) if len(digits) <= 18 else 10 ** 18
 
 
 def parse_launch(tokens: list[str], path: str, line: int, env: dict[str, str]) -> Launch | None:
@@ -350,10 +361,20 @@ def parse_launch(tokens: list[str], path: str, line: int, env: dict[str, str]) -
             return None
         rest = rest[1:]
     scripts = [index for index, token in enumerate(rest) if token.endswith(".py") and not token.startswith("-")]
+    if not scripts and launcher != "python":  # `accelerate launch -m pkg.train`: a module, read as pkg/train.py
+        flags = [index for index, token in enumerate(rest) if token in ("-m", "--module", "--module_mode")]
+        modules = [index for index in range(flags[0] + 1, len(rest)) if MODULE_NAME.fullmatch(rest[index])] \
+            if flags else []
+        if modules:
+            at = modules[0]
+            return Launch(path, line, launcher, rest[:at], rest[at].replace(".", "/") + ".py", rest[at + 1:], env)
     if not scripts:
         return None
     at = scripts[0]
     return Launch(path, line, launcher, rest[:at], rest[at], rest[at + 1:], env)
+
+
+MODULE_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
 
 HEREDOC = re.compile(r"(?<!<)<<(-?)\s*(['\"]?)([A-Za-z_][\w.-]*)\2")
@@ -362,7 +383,7 @@ SHELLS = re.compile(r"^(?:\S*/)?(?:ba|z|k|da)?sh$")
 
 def shell_commands(text: str):
     """(line, tokens) per simple command of a shell script: continuations joined, comments and operators split off."""
-    lines = text.splitlines()
+    lines = text.split("\n")  # as the shell counts lines: splitlines() also breaks at \f, \x85 and U+2028
     index = 0
     while index < len(lines):
         start, parts = index + 1, [lines[index]]
@@ -478,7 +499,8 @@ class Module:
         self.bases: dict[str, list[ast.AST]] = {}  # a class defined here -> its bases
         self.classes: dict[str, list[ast.ClassDef]] = {}
         self._attribute_stores: set[tuple[str, str]] | None = None
-        self._arguments: dict[tuple, list[dict]] | None = None
+        self._arguments: dict[tuple, list[tuple[list, dict]]] | None = None
+        self.launched_with: list[list[str]] = []  # the script arguments of each launch that runs this module
         self.functions: dict[str, list[ast.AST]] = {}  # a function defined here (top level first) -> its definitions
         self.own_sys_path = False  # a sys.path entry of the project's is put first (Project.imports_of)
         self.linked: dict[str, tuple[Module, str]] = {}  # a name imported from a project module -> (it, the name there)
@@ -490,6 +512,9 @@ class Module:
         self._const_names: dict[tuple[str, int], object] = {}
         self._mappings: dict[tuple, tuple[dict, bool]] = {}
         self.helper_looks: dict[str, bool] = {}  # a function of its own -> whether it returns a look for a checkpoint
+        self.looks: dict[int, bool] = {}  # a condition -> whether it looks for a checkpoint (looks_for_checkpoint)
+        self.puts: dict[int, bool] = {}  # a statement -> whether it puts a checkpoint in place (checkpoint_guarded)
+        self.first_trainer_line: float | None = None  # the first line that builds a Trainer (built_before)
         for node in self.nodes:
             if isinstance(node, ast.Import):
                 for alias in node.names:
@@ -633,11 +658,18 @@ class Module:
                 self._const_names[key] = values[0] if values and all(value == values[0] for value in values) \
                     else UNKNOWN
             return self._const_names[key]
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and \
+                isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):  # CFG["max_duration"]
+            found, _ = self.mapping(node.value, node.lineno)
+            return self.const(found[node.slice.value][0], depth + 1) if node.slice.value in found else UNKNOWN
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id.endswith("Strategy"):
             return node.attr.lower()  # IntervalStrategy.STEPS, SaveStrategy.BEST
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
                 isinstance(self.single(node.value.id), ast.Call):
             return self.field_default(self.single(node.value.id), node.value.id, node.attr, depth)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+                len(self.classes.get(node.value.id, [])) == 1 and not self.assigned.get(node.value.id):
+            return self.class_attribute(self.classes[node.value.id][0], node.value.id, node.attr, depth)  # Cfg.x
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in self.linked and \
                 not self.assigned.get(node.value.id) and not self.linked[node.value.id][1]:
             return self.linked[node.value.id][0].const(ast.Name(node.attr), depth + 1)  # import config; config.X
@@ -665,12 +697,13 @@ class Module:
                         long = [flag for flag in flags if isinstance(flag, str) and flag.startswith("--")]
                         dest = self.const(kw["dest"]) if "dest" in kw else \
                             long[0][2:].replace("-", "_") if long else None
-                        self._arguments.setdefault((call.func.value.id, dest), []).append(kw)
+                        self._arguments.setdefault((call.func.value.id, dest), []).append((flags, kw))
             given = self._arguments.get((function.value.id, attribute), [])
-            if len(given) != 1 or "default" not in given[0] or "action" in given[0] or \
-                    self.const(given[0].get("required")) is True:
+            if len(given) != 1 or "default" not in given[0][1] or "action" in given[0][1] or \
+                    self.const(given[0][1].get("required")) is True:
                 return UNKNOWN
-            return self.const(given[0]["default"], depth + 1)
+            flags, kw = given[0]
+            return self.launched_value(flags, kw, self.const(kw["default"], depth + 1))
         if not isinstance(function, ast.Name) or len(self.classes.get(function.id, [])) != 1 or holder.args:
             return UNKNOWN
         definition = self.classes[function.id][0]
@@ -681,14 +714,45 @@ class Module:
                 return UNKNOWN
             if keyword.arg == attribute:
                 return self.const(keyword.value, depth + 1)
-        for statement in definition.body:
-            if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and \
-                    statement.target.id == attribute and statement.value is not None:
-                value = statement.value
-                if isinstance(value, ast.Call) and called_name(value.func) == "field":
-                    value = next((keyword.value for keyword in value.keywords if keyword.arg == "default"), None)
-                return self.const(value, depth + 1)
-        return UNKNOWN
+        return self.class_attribute(definition, function.id, attribute, depth)
+
+    def launched_value(self, flags: list, kw: dict, default):
+        """What an argparse flag holds when the launches given here run this module: the one value every launch
+        gives it (the default where a launch leaves it out), UNKNOWN when they differ or one is not known here;
+        the default when no launch runs the module."""
+        convert = {"int": int, "float": float, "str": str}.get(called_name(kw["type"]) if "type" in kw else "str")
+        values = []
+        for args in self.launched_with:
+            given = next((args[index + 1] if token == flag and index + 1 < len(args) else token[len(flag) + 1:]
+                          for index, token in enumerate(args) for flag in flags if isinstance(flag, str) and
+                          (token == flag or flag.startswith("--") and token.startswith(flag + "="))), None)
+            if given is not None and (re.search(r"[$`]", given) or convert is None):
+                return UNKNOWN  # a shell variable, "$?" from an argv list, or a type this cannot convert
+            try:
+                values.append(default if given is None else convert(given))
+            except ValueError:
+                return UNKNOWN
+        return default if not values else values[0] if all(value == values[0] for value in values) else UNKNOWN
+
+    def class_attribute(self, definition: ast.ClassDef, name: str, attribute: str, depth: int):
+        """The value a class body gives ``attribute`` (`max_duration = "2ep"`, `max_duration: str = "2ep"` or a
+        dataclass `field(default=...)`), unless ``name.attribute`` is set anywhere in this module; UNKNOWN otherwise."""
+        if self._attribute_stores is None:
+            self._attribute_stores = {(node.value.id, node.attr) for node in self.nodes if isinstance(
+                node, ast.Attribute) and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name)}
+        if (name, attribute) in self._attribute_stores:
+            return UNKNOWN
+        values = [statement.value for statement in definition.body
+                  if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and
+                  statement.target.id == attribute and statement.value is not None or
+                  isinstance(statement, ast.Assign) and len(statement.targets) == 1 and
+                  isinstance(statement.targets[0], ast.Name) and statement.targets[0].id == attribute]
+        if len(values) != 1:
+            return UNKNOWN
+        value = values[0]
+        if isinstance(value, ast.Call) and called_name(value.func) == "field":
+            value = next((keyword.value for keyword in value.keywords if keyword.arg == "default"), None)
+        return self.const(value, depth + 1)
 
     # -- functions of the project
     def callee(self, call: ast.Call) -> "tuple[Module, ast.AST] | None":
@@ -1158,10 +1222,23 @@ def hf_flags(launch: Launch, flag: str) -> bool:
 
 
 def flag_removed(module: Module, flag: str) -> bool:
-    """Whether the module takes a parsed flag's key out of a dict: something.pop("flag"), del something["flag"]."""
-    named = lambda node: isinstance(node, ast.Constant) and node.value == flag  # noqa: E731
+    """Whether the module takes a parsed flag's key out of a dict or never has it: something.pop("flag"), del
+    something["flag"], the same over a loop of literal keys (`for k in ("flag", ...): d.pop(k, None)`),
+    delattr(args, "flag"), or `add_argument("--flag", dest="other")`, which parses it under another key."""
+    loop_names = {node.target.id for node in module.nodes if isinstance(node, ast.For) and isinstance(
+        node.target, ast.Name) and isinstance(node.iter, (ast.Tuple, ast.List, ast.Set)) and
+        any(module.const(element) == flag for element in node.iter.elts)}
+    named = lambda node: (isinstance(node, ast.Constant) and node.value == flag) or (  # noqa: E731
+        isinstance(node, ast.Name) and node.id in loop_names)
+    renamed = lambda call: called_name(call.func) == "add_argument" and any(  # noqa: E731
+        isinstance(module.const(argument), str) and module.const(argument).lstrip("-").replace("-", "_") == flag
+        for argument in call.args) and any(keyword.arg == "dest" and module.const(keyword.value) not in (flag, UNKNOWN)
+                                           for keyword in call.keywords)
     return any((isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "pop" and
                 node.args and named(node.args[0])) or
+               (isinstance(node, ast.Call) and called_name(node.func) == "delattr" and len(node.args) == 2 and
+                named(node.args[1])) or
+               (isinstance(node, ast.Call) and renamed(node)) or
                (isinstance(node, ast.Delete) and any(isinstance(target, ast.Subscript) and named(target.slice)
                                                      for target in node.targets))
                for node in module.nodes)
@@ -1178,7 +1255,7 @@ def forwards_parsed(module: Module, flag: str) -> bool:
         edits = module.edits.get(value.id, []) if isinstance(value, ast.Name) else []
         return any(module.mentions(part, parsed) for part in [value, *edits])
 
-    return not flag_removed(module, flag) and any(
+    return not any(flag_removed(part, flag) for part in module.project) and any(
         keyword.arg is None and passes(keyword.value) and not module.mentions(keyword.value, picked)
         for node, _, _ in training_arguments(module) if isinstance(node, ast.Call) for keyword in node.keywords)
 
@@ -1206,9 +1283,11 @@ def best_model_findings(module: Module, call: ast.Call, kw: dict, complete: bool
     elif save == "steps":
         save_steps = value("save_steps", 500)
         eval_steps = value("eval_steps", None) or value("logging_steps", 500)
-        numbers = all(isinstance(steps, (int, float)) and not isinstance(steps, bool) and steps >= 1
+        numbers = all(isinstance(steps, (int, float)) and not isinstance(steps, bool) and steps > 0
                       for steps in (save_steps, eval_steps))
-        if numbers and save_steps % eval_steps:
+        # TrainingArguments' own test: steps below 1 are ratios of the run, both must be, and are compared scaled
+        ratios = numbers and save_steps < 1 and eval_steps < 1
+        if numbers and save_steps % eval_steps and (not ratios or (save_steps * 1_000_000) % (eval_steps * 1_000_000)):
             yield "best-save-not-multiple", line, f"save_steps={save_steps}, eval_steps={eval_steps}"
         elif numbers and save_steps != eval_steps and "log_history" not in module.project_names:  # not picking the best itself
             yield "best-unsaved-eval", line, f"save_steps={save_steps}, eval_steps={eval_steps}"
@@ -1221,7 +1300,11 @@ def sequence_classification_findings(module: Module, training: list, launches: l
         return
     fixed = any(any(isinstance(node, ast.Assign) and part.const(node.value) is False and any(
         isinstance(target, ast.Attribute) and target.attr == "accepts_loss_kwargs" for target in node.targets)
-        for node in part.nodes) or any(
+        for node in part.nodes) or any(  # class Classifier(BertForSequenceClassification): accepts_loss_kwargs = False
+        isinstance(statement, (ast.Assign, ast.AnnAssign)) and part.const(statement.value) is False and any(
+            isinstance(target, ast.Name) and target.id == "accepts_loss_kwargs"
+            for target in getattr(statement, "targets", [getattr(statement, "target", None)]))
+        for definitions in part.classes.values() for definition in definitions for statement in definition.body) or any(
         part.short(call) == "setattr" and len(call.args) == 3 and part.const(call.args[1]) == "accepts_loss_kwargs"
         for call in part.calls) for part in module.project  # here or in a project module it imports
         if "accepts_loss_kwargs" in part.names | part.strings)
@@ -1233,7 +1316,7 @@ def sequence_classification_findings(module: Module, training: list, launches: l
             yield "seqcls-loss-scaling", kw["gradient_accumulation_steps"][1], f"gradient_accumulation_steps={steps}"
     for launch in launches:
         steps = launch.flag("gradient_accumulation_steps")
-        if (launch.processes or 1) > 1 or (steps and steps.isascii() and steps.isdigit() and int(steps) > 1):
+        if (launch.processes or 1) > 1 or (count(steps) or 1) > 1:
             yield "seqcls-loss-scaling", launch, f"launched with {launch.processes} processes" \
                 if (launch.processes or 1) > 1 else f"--gradient_accumulation_steps {steps}"
 
@@ -1241,7 +1324,10 @@ def sequence_classification_findings(module: Module, training: list, launches: l
 def causal_lm_findings(module: Module):
     """pad_token = eos_token here or in a project module this one imports (the tokenizer set up in data.py for the
     causal LM trained here), and math.exp(eval_loss) here."""
-    eos = lambda node: isinstance(node, ast.Attribute) and node.attr in ("eos_token", "eos_token_id")  # noqa: E731
+    def eos(node: ast.AST, part: Module = module) -> bool:  # tokenizer.eos_token, or a name assigned it
+        node = part.resolve(node)
+        return isinstance(node, ast.Attribute) and node.attr in ("eos_token", "eos_token_id")
+
     names = module.project_names
     trains = any(name.endswith(("Trainer", "Collator", "TrainingArguments")) or name in ("backward", "fit")
                  for name in names)  # generation alone computes no loss on pads
@@ -1254,18 +1340,22 @@ def causal_lm_findings(module: Module):
         (isinstance(target.value, ast.Name) and target.value.id.lower().endswith("config")))
     for part in module.project if trains else []:
         dedicated = [node.lineno for node in part.nodes if isinstance(node, ast.Dict) and any(  # a pad token of its own
-            isinstance(key, ast.Constant) and key.value == "pad_token" and not eos(value)
+            isinstance(key, ast.Constant) and key.value == "pad_token" and not eos(value, part)
             for key, value in zip(node.keys, node.values))]
         last_dedicated = max(dedicated, default=0)
         for node in sorted((node for node in part.nodes if hasattr(node, "lineno")), key=line_of):
             if node.lineno < last_dedicated:  # replaced later by a pad token of its own
                 continue
-            if isinstance(node, ast.Assign) and eos(node.value) and any(map(tokenizer_side, node.targets)):
+            if isinstance(node, ast.Assign) and eos(node.value, part) and any(map(tokenizer_side, node.targets)):
                 yield "pad-token-eos", at(module, part, node.lineno), ""
-            elif isinstance(node, ast.keyword) and node.arg == "pad_token" and eos(node.value):
+            elif isinstance(node, ast.keyword) and node.arg == "pad_token" and eos(node.value, part):
                 yield "pad-token-eos", at(module, part, node.value.lineno), ""
+            elif isinstance(node, ast.Call) and called_name(node.func) == "setattr" and len(node.args) == 3 and \
+                    part.const(node.args[1]) in ("pad_token", "pad_token_id") and eos(node.args[2], part) and \
+                    tokenizer_side(ast.Attribute(node.args[0], part.const(node.args[1]))):
+                yield "pad-token-eos", at(module, part, node.lineno), ""  # setattr(tokenizer, "pad_token", eos)
             elif isinstance(node, ast.Dict) and any(
-                    isinstance(key, ast.Constant) and key.value == "pad_token" and eos(value)
+                    isinstance(key, ast.Constant) and key.value == "pad_token" and eos(value, part)
                     for key, value in zip(node.keys, node.values)):
                 yield "pad-token-eos", at(module, part, node.lineno), ""
     eval_loss = lambda node: (isinstance(node, ast.Constant) and node.value == "eval_loss") or (  # noqa: E731
@@ -1337,7 +1427,14 @@ TRY = (ast.Try, getattr(ast, "TryStar", ast.Try))
 
 def looks_for_checkpoint(module: Module, test: ast.AST) -> bool:
     """Whether a condition looks at the disk or at a checkpoint (names followed into what they were assigned):
-    os.path.exists(...), Path.glob("checkpoint-*"), get_last_checkpoint(...), a has_checkpoint(...) of its own."""
+    os.path.exists(...), Path.glob("checkpoint-*"), get_last_checkpoint(...), a has_checkpoint(...) of its own.
+    Memoised per condition: every resume call reads the statements above it."""
+    if id(test) not in module.looks:
+        module.looks[id(test)] = _looks_for_checkpoint(module, test)
+    return module.looks[id(test)]
+
+
+def _looks_for_checkpoint(module: Module, test: ast.AST) -> bool:
     def look(node: ast.AST) -> bool:
         if isinstance(node, ast.Call) and called_name(node.func) in LOOKS:  # a look at the output folder
             looked = [*node.args, *(keyword.value for keyword in node.keywords)]
@@ -1371,13 +1468,16 @@ def looks_for_checkpoint(module: Module, test: ast.AST) -> bool:
 
 def helper_looks(module: Module, name: str) -> bool:
     """Whether a function of the module returns a look for a checkpoint (any(Path(out).glob("checkpoint-*")), the
-    newest checkpoint-N or None); each function is read once, so recursion ends."""
+    newest checkpoint-N or None), or returns from inside an if that looks (`if any(...glob("checkpoint-*")): return
+    True`); each function is read once, so recursion ends."""
     known = module.helper_looks
     if name not in known:
         known[name] = False
-        known[name] = any(isinstance(node, ast.Return) and node.value is not None and
-                          looks_for_checkpoint(module, node.value)
-                          for definition in module.functions[name] for node in ast.walk(definition))
+        known[name] = any(
+            isinstance(node, ast.Return) and node.value is not None and looks_for_checkpoint(module, node.value) or
+            isinstance(node, ast.If) and any(isinstance(sub, ast.Return) for sub in ast.walk(node)) and
+            looks_for_checkpoint(module, node.test)
+            for definition in module.functions[name] for node in ast.walk(definition))
     return known[name]
 
 
@@ -1392,15 +1492,18 @@ def checkpoint_named(node: ast.AST) -> bool:
     """Whether an expression names a checkpoint rather than the output folder: ckpt_dir, "out/checkpoint-100"."""
     name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else \
         node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
-    return name is not None and bool(re.search(r"checkpoint|ckpt", name, re.I))
+    return name is not None and bool(re.search(r"checkpoint|ckpt|trainer_state", name, re.I))
 
 
 def built_before(module: Module, node: ast.AST) -> bool:
     """Whether a Trainer(...) (which creates output_dir) is built above ``node`` in the module."""
-    return any(call.lineno < node.lineno for call in module.calls_named(suffix="Trainer"))
+    if module.first_trainer_line is None:
+        module.first_trainer_line = min((call.lineno for call in module.calls_named(suffix="Trainer")),
+                                        default=math.inf)
+    return module.first_trainer_line < node.lineno
 
 
-OUTPUT_WORDS = re.compile(r"checkpoint|ckpt|out|save|resume|run_dir", re.I)
+OUTPUT_WORDS = re.compile(r"checkpoint|ckpt|trainer_state|out|save|resume|run_dir", re.I)
 
 
 def output_folder(node: ast.AST) -> bool:
@@ -1455,7 +1558,9 @@ def checkpoint_guarded(module: Module, call: ast.Call) -> bool:
                     if isinstance(before, ast.If) and looks_for_checkpoint(module, before.test) and (
                             exits(before.body) or exits(before.orelse)):
                         return True
-                    if puts_checkpoint(before):
+                    if id(before) not in module.puts:  # every resume call reads the statements above it
+                        module.puts[id(before)] = puts_checkpoint(before)
+                    if module.puts[id(before)]:
                         return True
         if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             break
@@ -1470,6 +1575,10 @@ def resume_findings(module: Module, training: list, launches: list[Launch]):
             kw, _ = module.kwargs(call)
             if "resume_from_checkpoint" in kw:
                 resumes.append((call, kw["resume_from_checkpoint"][0]))
+            elif call.args:  # trainer.train(True): its first parameter; model.train(True) is train mode
+                receiver = module.resolve(call.func.value)
+                if isinstance(receiver, ast.Call) and module.short(receiver).endswith("Trainer"):
+                    resumes.append((call, call.args[0]))
     for call, value in resumes:
         chosen = module.resolve(value)  # True if <a look at a data file or a flag> else None
         when_true = isinstance(chosen, ast.IfExp) and module.const(chosen.body) is True and \
@@ -1505,7 +1614,7 @@ def resume_findings(module: Module, training: list, launches: list[Launch]):
     for steps in groups.values():
         steps.pop(UNKNOWN, None)
         if len(steps) > 1:
-            yield "resume-changed-max-steps", max(steps.values()), f"max_steps {sorted(steps)}"
+            yield "resume-changed-max-steps", max(steps.values()), f"max_steps {sorted(steps, key=repr)}"
 
 
 def offline_settings(module: Module) -> list[tuple[int, str, object]]:
@@ -1753,7 +1862,7 @@ def duration_findings(module: Module, kw: dict, name: str, loaders: list[Loader]
     get_num_tokens_in_batch anywhere in the project counts for them)."""
     duration = duration_text(module, kw[name][0]) if name in kw else None
     if isinstance(duration, str):
-        unit = TIME_STRING.match(duration)
+        unit = TIME_STRING.match(duration) if len(duration) < 100 else None  # the pattern backtracks on long text
         if WALL_CLOCK.match(duration) or (unit and unit[1].lower() in ("iter", "dur")):
             yield "duration-unit", kw[name][1], f"{name}={duration!r}"
         elif unit and unit[1].lower() == "tok":
@@ -2061,7 +2170,7 @@ class Project:
         if key not in self.resolved:
             try:
                 self.resolved[key] = Path(key).resolve()
-            except (OSError, RuntimeError):  # a loop of links
+            except (OSError, RuntimeError, ValueError):  # a loop of links, a NUL byte in the path
                 self.resolved[key] = Path(os.path.abspath(key))
         return self.resolved[key]
 
@@ -2198,11 +2307,14 @@ def _check_all(sources: dict[str, str], skill: str, device: str) -> tuple[list[F
         except (ValueError, RecursionError, MemoryError) as exc:
             broken[path] = f"{shown(path)}: does not parse as Python ({type(exc).__name__}: {' '.join(str(exc).split())})"
     project = Project(modules)
-    for module in modules.values():  # every module linked first: a launch's rules read the module it runs
+    for path, module in list(modules.items()):  # every module linked first: a launch's rules read the module it runs
         try:
             project.link(module)
         except RecursionError:
             pass
+        except Exception as exc:  # noqa: BLE001 - a defect of this checker: name the file, check the others
+            broken[path] = checker_defect(path, exc)
+            del modules[path]
     launches_of: dict[int, list[Launch]] = {}  # a module -> the launches that run it, from any file of the run
     unattached = []
     for launch in shell_launches + [launch for module in modules.values() for launch in module.launches]:
@@ -2215,6 +2327,10 @@ def _check_all(sources: dict[str, str], skill: str, device: str) -> tuple[list[F
         if skill == TF and launch.launcher == "accelerate" and launch.option("--cpu") is not None and \
                 (launch.requested or 1) > 1:  # a rule about the launch alone, whatever it runs
             findings.append(Finding("accelerate-cpu-processes", launch.path, launch.line, ""))
+    for module in modules.values():  # before any rule reads a parsed flag (Module.launched_value)
+        module.launched_with = [launch.args for launch in launches_of.get(id(module), [])]
+        module._const_names.clear()
+        module._mappings.clear()
     for path, module in modules.items():
         runs = launches_of.get(id(module), [])
         launches = module.launches + [launch for launch in runs if launch.path != path]
@@ -2227,6 +2343,9 @@ def _check_all(sources: dict[str, str], skill: str, device: str) -> tuple[list[F
         except RecursionError:
             broken[path] = f"{shown(path)}: an expression is nested too deeply to check"
             continue
+        except Exception as exc:  # noqa: BLE001 - a defect of this checker: name the file, check the others
+            broken[path] = checker_defect(path, exc)
+            continue
         for rule, where, note in found:
             where_path, line = (where.path, where.line) if isinstance(where, Launch) else where \
                 if isinstance(where, tuple) else (path, where)  # a tuple: in a project module this one imports
@@ -2235,6 +2354,11 @@ def _check_all(sources: dict[str, str], skill: str, device: str) -> tuple[list[F
         findings += unattached_launch_findings(launch, skill)
     unique = {(f.rule, f.path, f.line): f for f in findings}
     return sorted(unique.values(), key=lambda f: (f.path, f.line, f.rule)), broken
+
+
+def checker_defect(path: str, exc: Exception) -> str:
+    return f"{shown(path)}: this checker failed on it ({type(exc).__name__}: {' '.join(str(exc).split())[:200]}; a " \
+        "defect of the checker, not of the file: the other files are still checked)"
 
 
 def unattached_launch_findings(launch: Launch, skill: str) -> list[Finding]:
