@@ -1473,7 +1473,7 @@ def helper_looks(module: Module, name: str) -> bool:
 
 EXISTS = {"exists", "is_dir", "isdir", "is_file", "isfile"}
 PUTS = {"copytree", "copy", "copy2", "copyfile", "move", "rename", "replace", "symlink", "symlink_to", "hardlink_to",
-        "link", "mkdir", "makedirs", "save_model", "save_state", "save_pretrained", "_save_checkpoint",
+        "link", "save_model", "save_state", "save_pretrained", "_save_checkpoint",
         "snapshot_download", "hf_hub_download", "download", "extractall", "unpack_archive", "write_text",
         "write_bytes", "run", "call", "check_call", "check_output", "Popen", "system"}  # calls that may put one
 
@@ -1526,18 +1526,42 @@ def puts_checkpoint(statement: ast.AST) -> bool:
         for node in ast.walk(statement))
 
 
+def found_when_true(test: ast.AST) -> bool:
+    """Whether a condition that looks for a checkpoint is true when one is found: `not look`, `look is None`, `look
+    == 0` and `len(look) == 0` are true when none is."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return not found_when_true(test.operand)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.comparators[0], ast.Constant):
+        empty = test.comparators[0].value in (None, False, 0, "")
+        if isinstance(test.ops[0], (ast.Is, ast.Eq)):
+            return not empty
+        if isinstance(test.ops[0], (ast.IsNot, ast.NotEq)):
+            return empty
+    return True
+
+
+RESUME_ERRORS = {"Exception", "BaseException", "ValueError"}  # what train(resume_from_checkpoint=True) raises
+
+
+def handles_resume_error(handler: ast.ExceptHandler) -> bool:
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return handler.type is None or any(called_name(kind) in RESUME_ERRORS for kind in types)
+
+
 def checkpoint_guarded(module: Module, call: ast.Call) -> bool:
-    """Whether a train(resume_from_checkpoint=True) runs only when a checkpoint is there: inside an if (or a
-    conditional expression, a while) whose condition looks for one, after an if that looks and leaves (return,
-    raise, sys.exit), an assert that looks, or a call that puts a checkpoint-N folder in place, or in a try that
-    handles the error. An unrelated check elsewhere in the file (os.path.exists of a data file) guards nothing."""
+    """Whether a train(resume_from_checkpoint=True) runs only when a checkpoint is there: in the branch of an if (or
+    a conditional expression, a while) whose condition looks for one that runs when one is found, after an if that
+    looks and leaves when none is (return, raise, sys.exit), an assert that looks, or a call that puts a
+    checkpoint-N folder in place, or in a try that handles the error (ValueError). An unrelated check elsewhere in
+    the file (os.path.exists of a data file) guards nothing."""
     node = call
     while id(node) in module.parent and not isinstance(node, ast.Module):
         parent = module.parent[id(node)]
         if isinstance(parent, (ast.If, ast.IfExp, ast.While)) and node is not parent.test and \
                 looks_for_checkpoint(module, parent.test):
-            return True
-        if isinstance(parent, TRY) and parent.handlers and node in parent.body:
+            in_body = node is parent.body or (isinstance(parent.body, list) and node in parent.body)
+            return in_body == found_when_true(parent.test)
+        if isinstance(parent, TRY) and node in parent.body and any(map(handles_resume_error, parent.handlers)):
             return True
         for block in ("body", "orelse", "finalbody"):  # the statements before this one in its block
             statements = getattr(parent, block, None)
@@ -1546,7 +1570,7 @@ def checkpoint_guarded(module: Module, call: ast.Call) -> bool:
                     if isinstance(before, ast.Assert) and looks_for_checkpoint(module, before.test):
                         return True
                     if isinstance(before, ast.If) and looks_for_checkpoint(module, before.test) and (
-                            exits(before.body) or exits(before.orelse)):
+                            exits(before.orelse) if found_when_true(before.test) else exits(before.body)):
                         return True
                     if id(before) not in module.puts:  # every resume call reads the statements above it
                         module.puts[id(before)] = puts_checkpoint(before)
@@ -1571,8 +1595,10 @@ def resume_findings(module: Module, training: list, launches: list[Launch]):
                     resumes.append((call, call.args[0]))
     for call, value in resumes:
         chosen = module.resolve(value)  # True if <a look at a data file or a flag> else None
-        when_true = isinstance(chosen, ast.IfExp) and module.const(chosen.body) is True and \
-            not looks_for_checkpoint(module, chosen.test)
+        when_true = isinstance(chosen, ast.IfExp) and any(  # True when no look, or when the look finds none
+            module.const(branch) is True and not (looks_for_checkpoint(module, chosen.test) and
+                                                  found_when_true(chosen.test) == (branch is chosen.body))
+            for branch in (chosen.body, chosen.orelse))
         if (module.const(value) is True or when_true) and not checkpoint_guarded(module, call):
             yield "resume-true-unconditional", call.lineno, ""
         last = lambda node: isinstance(node, ast.Call) and module.short(node) == "get_last_checkpoint"  # noqa: E731

@@ -1670,3 +1670,30 @@ def test_r7_15_a_launch_flag_taken_out_by_a_loop_a_helper_a_rename_or_delattr_is
     passed = parse.format("") + "opts = vars(args)\nfor key in ('no_cuda',):\n    opts.pop(key, None)\n" \
         "TrainingArguments(**opts)\n"
     assert removed in project_found(HF, tmp_path / "passed", {"train.py": passed, **launch})
+
+
+def test_r7_16_a_guard_counts_only_on_the_side_where_a_checkpoint_was_found():
+    """The resume in the else of a look, under `if not look`, after `if look: sys.exit()`, in `None if look else
+    True`, in a try that catches only KeyboardInterrupt, or after an empty checkpoint-0 is made: each resumes exactly
+    when there is nothing to resume (ValueError: No valid checkpoint found); the same with the branches the right way
+    round is guarded."""
+    head = ("import os, sys\nfrom pathlib import Path\nfrom transformers import Trainer, TrainingArguments\n"
+            "trainer = Trainer(model=None, args=TrainingArguments(output_dir='out'))\nlook = any(Path('out').glob("
+            "'checkpoint-*'))\n")
+    resume = "trainer.train(resume_from_checkpoint=True)"
+    wrong_and_right = [
+        (f"if look:\n    print('resuming')\nelse:\n    {resume}\n", f"if look:\n    {resume}\nelse:\n    trainer.train()\n"),
+        (f"if not look:\n    {resume}\n", f"if not look:\n    trainer.train()\nelse:\n    {resume}\n"),
+        (f"if look:\n    sys.exit('started')\n{resume}\n", f"if not look:\n    sys.exit('nothing to resume')\n{resume}\n"),
+        ("trainer.train(resume_from_checkpoint=None if look else True)\n",
+         "trainer.train(resume_from_checkpoint=True if look else None)\n"),
+        (f"try:\n    {resume}\nexcept KeyboardInterrupt:\n    pass\n",
+         f"try:\n    {resume}\nexcept ValueError:\n    trainer.train()\n"),
+        (f"os.makedirs('out/checkpoint-0', exist_ok=True)\n{resume}\n",
+         f"import shutil\nshutil.copytree('backup/checkpoint-3', 'out/checkpoint-3')\n{resume}\n"),
+        (f"last = get_last_checkpoint('out')\nif last is None:\n    {resume}\n",
+         f"last = get_last_checkpoint('out')\nif last is not None:\n    {resume}\n"),
+    ]
+    for wrong, right in wrong_and_right:
+        assert rules_found(HF, {"t.py": head + wrong}) == {"resume-true-unconditional"}, wrong
+        assert rules_found(HF, {"t.py": head + right}) == set(), right
