@@ -1697,3 +1697,26 @@ def test_r7_16_a_guard_counts_only_on_the_side_where_a_checkpoint_was_found():
     for wrong, right in wrong_and_right:
         assert rules_found(HF, {"t.py": head + wrong}) == {"resume-true-unconditional"}, wrong
         assert rules_found(HF, {"t.py": head + right}) == set(), right
+
+
+def test_r7_17_guard_helpers_are_found_through_dotted_star_and_re_exported_imports(tmp_path):
+    """import pkg.util; pkg.util.can_resume(out), from util import *, and a package __init__ that re-exports it:
+    each is judged by the body where it is defined; a re-exported has_checkpoint that looks at nothing guards nothing."""
+    look = "from pathlib import Path\ndef {}(d):\n    return any(Path(d).glob('checkpoint-*'))\n"
+    blind = "def {}(d):\n    return d is not None\n"
+    train = ("from transformers import Trainer, TrainingArguments\n{}\n"
+             "trainer = Trainer(model=None, args=TrainingArguments(output_dir='out'))\n"
+             "if {}('out'):\n    trainer.train(resume_from_checkpoint=True)\nelse:\n    trainer.train()\n")
+    layouts = {
+        "dotted": ({"pkg/__init__.py": "", "pkg/util.py": "{}"}, "import pkg.util", "pkg.util.{}"),
+        "star": ({"util.py": "{}"}, "from util import *", "{}"),
+        "reexport": ({"helpers/__init__.py": "from .ckpt import {name}\n", "helpers/ckpt.py": "{}"},
+                     "from helpers import {name}", "{}"),
+    }
+    for layout, (others, imported, called) in layouts.items():
+        for body, name, expected in ((look, "can_resume", set()), (blind, "has_checkpoint",
+                                                                   {("resume-true-unconditional", "train.py")})):
+            files = {path: text.format(body.format(name), name=name) if "{}" in text else text.format(name=name)
+                     for path, text in others.items()}
+            files["train.py"] = train.format(imported.format(name=name), called.format(name))
+            assert project_found(HF, tmp_path / layout / name, files, ["train.py"]) == expected, (layout, name)

@@ -502,6 +502,7 @@ class Module:
         self.functions: dict[str, list[ast.AST]] = {}  # a function defined here (top level first) -> its definitions
         self.own_sys_path = False  # a sys.path entry of the project's is put first (Project.imports_of)
         self.linked: dict[str, tuple[Module, str]] = {}  # a name imported from a project module -> (it, the name there)
+        self.dotted: dict[str, Module] = {}  # `import pkg.util`: "pkg.util" -> that project module
         self.builders: dict[int, list[ast.Call]] = {}  # a function defined here -> the TrainingArguments it builds
         self.calls: list[ast.Call] = []
         self.nodes = list(ast.walk(tree))
@@ -1449,19 +1450,36 @@ def _looks_for_checkpoint(module: Module, test: ast.AST) -> bool:
         if isinstance(node, ast.Call) and called_name(node.func) in module.functions:
             return helper_looks(module, called_name(node.func))  # can_resume(out): a look written as a function
         if isinstance(node, ast.Call) and called_name(node.func) in module.linked:  # the same, imported
-            home, defined = module.linked[called_name(node.func)]
+            home, defined = defined_in(*module.linked[called_name(node.func)])
             return defined in home.functions and helper_looks(home, defined)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                 isinstance(node.func.value, ast.Name) and node.func.value.id in module.linked and \
                 not module.linked[node.func.value.id][1]:  # import helpers; helpers.can_resume(out)
-            home = module.linked[node.func.value.id][0]
-            return node.func.attr in home.functions and helper_looks(home, node.func.attr)
+            home, defined = defined_in(module.linked[node.func.value.id][0], node.func.attr)
+            return defined in home.functions and helper_looks(home, defined)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                module.qualname(node.func.value) in module.dotted:  # import pkg.util; pkg.util.can_resume(out)
+            home, defined = defined_in(module.dotted[module.qualname(node.func.value)], node.func.attr)
+            return defined in home.functions and helper_looks(home, defined)
         name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
         if name is not None:  # a function read above is judged by its body, not by its name
-            return name not in module.functions and name not in module.linked and \
+            of_a_project_module = isinstance(node, ast.Attribute) and (
+                module.qualname(node.value) in module.dotted or
+                (isinstance(node.value, ast.Name) and node.value.id in module.linked))  # helpers.has_checkpoint
+            return name not in module.functions and name not in module.linked and not of_a_project_module and \
                 bool(re.search(r"checkpoint|ckpt", name, re.I))
         return isinstance(node, ast.Constant) and isinstance(node.value, str) and "checkpoint" in node.value
     return module.mentions(test, look)
+
+
+def defined_in(home: Module, name: str) -> tuple[Module, str]:
+    """Where a name imported from a project module is defined, through re-exports (`from .ckpt import can_resume` in
+    a package's __init__.py)."""
+    for _ in range(8):
+        if name in home.functions or name not in home.linked or not home.linked[name][1]:
+            break
+        home, name = home.linked[name]
+    return home, name
 
 
 def helper_looks(module: Module, name: str) -> bool:
@@ -2259,11 +2277,13 @@ class Project:
             if isinstance(node, ast.Import):
                 candidates = [(root.joinpath(*alias.name.split(".")), alias.asname or (
                     alias.name if "." not in alias.name else None), "") for alias in node.names for root in roots]
+                dotted = {root.joinpath(*alias.name.split(".")): alias.name for alias in node.names
+                          if "." in alias.name and not alias.asname for root in roots}
             elif isinstance(node, ast.ImportFrom) and node.level <= len(folder.parents) + 1:
                 bases = ([folder.parents[node.level - 2]] if node.level > 1 else [folder]) if node.level else roots
                 for base in bases:
                     package = base.joinpath(*node.module.split(".")) if node.module else base
-                    candidates += [(package, None, "")]
+                    candidates += [(package, "*" if any(alias.name == "*" for alias in node.names) else None, "")]
                     candidates += [(package / alias.name, alias.asname or alias.name, "") for alias in node.names
                                    if alias.name != "*"]
                     names = [(alias.asname or alias.name, alias.name) for alias in node.names if alias.name != "*"]
@@ -2273,10 +2293,15 @@ class Project:
                         candidate / "__init__.py"]:
                     imported = self.module_at(file)
                     if imported is not None and imported is not module:
-                        if local is None or not name:
+                        if local in (None, "*") or not name:
                             found.append((node.lineno, imported))
-                        if local is not None and (not name or name in imported.names):
+                        if local == "*":  # from util import *: each function and top-level name of it
+                            for defined in [*imported.functions, *imported.assigned]:
+                                module.linked.setdefault(defined, (imported, defined))
+                        elif local is not None and (not name or name in imported.names or name in imported.imports):
                             module.linked.setdefault(local, (imported, name))
+                        if isinstance(node, ast.Import) and candidate in dotted:
+                            module.dotted.setdefault(dotted[candidate], imported)
         self.imports[id(module)] = found
         module._const_names.clear()  # names imported from project modules are read there from now on
         return found
