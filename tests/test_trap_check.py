@@ -1720,3 +1720,123 @@ def test_r7_17_guard_helpers_are_found_through_dotted_star_and_re_exported_impor
                      for path, text in others.items()}
             files["train.py"] = train.format(imported.format(name=name), called.format(name))
             assert project_found(HF, tmp_path / layout / name, files, ["train.py"]) == expected, (layout, name)
+
+
+def test_r7_18_polarity_through_or_and_comparisons_and_helpers_that_say_none_was_found():
+    """The eighth round: the polarity of r7_16 read any `a or b`, any comparison but `x is None`, and every helper as
+    "true when a checkpoint is found". A resume in the else of `args.fresh or last is None`, of `not isdir(out) or
+    not any(glob)`, of `len(c) < 1`, `c == []`, `0 == len(c)`, `None is last`, or of a first_launch() helper that
+    returns `not any(...)` (or `return False` inside a look) is guarded; the same under the if is not."""
+    head = ("import os, sys\nfrom pathlib import Path\nfrom transformers import Trainer, TrainingArguments\n"
+            "from transformers.trainer_utils import get_last_checkpoint\n"
+            "trainer = Trainer(model=None, args=TrainingArguments(output_dir='out'))\n"
+            "c = list(Path('out').glob('checkpoint-*'))\nlast = get_last_checkpoint('out')\n{}"
+            "if {}:\n    {}\nelse:\n    {}\n")
+    resume, fresh = "trainer.train(resume_from_checkpoint=True)", "trainer.train()"
+    helpers = {
+        "": ["args.fresh or last is None", "not os.path.isdir('out') or not any(Path('out').glob('checkpoint-*'))",
+             "len(c) < 1", "c == []", "0 == len(c)", "None is last", "len(c) <= 0"],
+        "def first_launch(out):\n    return not any(Path(out).glob('checkpoint-*'))\n": ["first_launch('out')"],
+        "def fresh_start(out):\n    for name in os.listdir(out):\n        if name.startswith('checkpoint-'):\n"
+        "            return False\n    return True\n": ["fresh_start('out')"],
+    }
+    for helper, tests in helpers.items():
+        for test in tests:
+            assert rules_found(HF, {"t.py": head.format(helper, test, fresh, resume)}) == set(), test
+            assert rules_found(HF, {"t.py": head.format(helper, test, resume, fresh)}) == \
+                {"resume-true-unconditional"}, test
+    exits = head.split("if {}")[0].format("") + f"if last is None or '--fresh' in sys.argv:\n    {fresh}\n" \
+        f"    sys.exit(0)\n{resume}\n"
+    assert rules_found(HF, {"t.py": exits}) == set()
+
+
+def test_r7_19_launch_values_are_read_as_argparse_reads_them(tmp_path):
+    """-ja, a unique prefix of --job_name, the last of two --job, and a string default run through type=int."""
+    train = """
+        import argparse
+        from composer import Trainer
+        p = argparse.ArgumentParser()
+        p.add_argument("-j", "--job_name", default="baseline")
+        p.add_argument("--job_id", type=int, default=0)
+        args = p.parse_args()
+        Trainer(model=m, optimizers=o, train_dataloader=d, max_duration="2ep", autoresume=True, run_name=args.job_name,
+                save_folder="checkpoints/{run_name}")
+        """
+    shared = ("autoresume-shared-folder", "train.py")
+    for first, second, expected in (("-ja", "-jb", set()), ("--job_n a", "--job_n b", set()),
+                                    ("--job_name a --job_name b", "--job_name a --job_name c", set()),
+                                    ("--job_name a --job_id 1", "--job_name a --job_id 2", {shared})):
+        sweep = f"composer -n 1 train.py {first}\ncomposer -n 1 train.py {second}\n"
+        assert project_found(CP, tmp_path / first, {"train.py": train, "sweep.sh": sweep}) == expected, first
+    accumulated = ("import argparse\nfrom transformers import AutoModelForSequenceClassification, Trainer, "
+                   "TrainingArguments\nmodel = AutoModelForSequenceClassification.from_pretrained('m')\n"
+                   "p = argparse.ArgumentParser()\np.add_argument('--grad_accum', type=int, default='4')\n"
+                   "args = p.parse_args()\nTrainer(model=model, args=TrainingArguments(output_dir='o', "
+                   "gradient_accumulation_steps=args.grad_accum))\n")
+    assert rules_found(HF, {"train.py": accumulated}) == {"seqcls-loss-scaling"}
+
+
+def test_r7_20_the_eighth_round_s_spellings(tmp_path):
+    """Seen by the outside re-check of the seventh round: each spelling below is read as the library runs it."""
+    # a duration in a config module: config.CFG["x"], from config import Cfg; Cfg.x, config.Cfg.x
+    config = 'CFG = {"max_duration": "3iter"}\nclass Cfg:\n    max_duration = "4iter"\n'
+    for imported, duration in (("import config", 'config.CFG["max_duration"]'), ("from config import Cfg",
+                               "Cfg.max_duration"), ("import config", "config.Cfg.max_duration")):
+        files = {"config.py": config, "train.py": f"from composer import Trainer\n{imported}\n"
+                 f"Trainer(model=m, optimizers=o, max_duration={duration})\n"}
+        assert project_found(CP, tmp_path / duration, files, ["train.py"]) == {("duration-unit", "train.py")}
+    # pad = eos in the common guarded spellings
+    tail = "Trainer(model=m, args=a, data_collator=DataCollatorForLanguageModeling(tokenizer, mlm=False))\n"
+    for spelling in ("tokenizer.pad_token = tokenizer.eos_token if tokenizer.pad_token is None else "
+                     "tokenizer.pad_token", "tokenizer.pad_token = tokenizer.pad_token or tokenizer.eos_token",
+                     "tokenizer.pad_token: str = tokenizer.eos_token",
+                     "tokenizer.pad_token_id = tokenizer.convert_tokens_to_ids(tokenizer.eos_token)"):
+        assert rules_found(HF, {"t.py": spelling + "\n" + tail}) == {"pad-token-eos"}, spelling
+    # a one-line resume wrapper called only under a look
+    wrapper = ("from pathlib import Path\nfrom transformers import Trainer\ndef resume(t):\n"
+               "    t.train(resume_from_checkpoint=True)\ntrainer = Trainer(model=m, args=a)\n{}")
+    assert rules_found(HF, {"t.py": wrapper.format("if any(Path('out').glob('checkpoint-*')):\n    resume(trainer)\n"
+                                                   "else:\n    trainer.train()\n")}) == set()
+    assert rules_found(HF, {"t.py": wrapper.format("resume(trainer)\n")}) == {"resume-true-unconditional"}
+    # removed flags popped over a constant tuple, or renamed by a comprehension
+    parse = ("import argparse\nfrom transformers import TrainingArguments\np = argparse.ArgumentParser()\n"
+             "p.add_argument('--evaluation_strategy')\nargs = p.parse_args()\n")
+    launch = "python train.py --evaluation_strategy steps\n"
+    for removal in ("opts = vars(args)\nLEGACY = ('evaluation_strategy',)\nfor key in LEGACY:\n    opts.pop(key)\n",
+                    "RENAMED = {'evaluation_strategy': 'eval_strategy'}\n"
+                    "opts = {RENAMED.get(k, k): v for k, v in vars(args).items()}\n"):
+        files = {"train.py": parse + removal + "TrainingArguments(**opts)\n", "run.sh": launch}
+        assert project_found(HF, tmp_path / str(len(removal)), files) == set(), removal
+    # the module of an -m launch is not an option's value
+    seqcls = "model = AutoModelForSequenceClassification.from_pretrained('m')\nTrainer(model=model, args=a)\n"
+    for launch in ("torchrun --nproc_per_node 2 -m --rdzv-backend c10d pkg.train",
+                   "accelerate launch --num_processes 2 -m --config_file cfg.yaml pkg.train"):
+        files = {"pkg/train.py": seqcls, "run.sh": launch + "\n"}
+        assert project_found(HF, tmp_path / launch.split()[0], files) == {("seqcls-loss-scaling", "run.sh")}, launch
+
+
+def test_r7_21_a_checker_defect_in_a_launched_file_not_given_keeps_the_other_findings(tmp_path):
+    """run.sh launches a train.py found next to it whose Path(__file__).parents[10**20] overflowed: exit 1 with no
+    checks. The launch is now read alone and the other files' findings stay; a 5,000-digit value is cut in the note."""
+    (tmp_path / "train.py").write_text("import sys\nfrom pathlib import Path\n"
+                                       f"sys.path.insert(0, str(Path(__file__).parents[{10 ** 20}]))\n")
+    run = tmp_path / "run.sh"
+    run.write_text(f"python train.py --no_cuda --gradient_accumulation_steps {'9' * 5000}\n")
+    findings, broken = TC.check_sources({str(run): run.read_text()}, HF, "cpu")
+    assert broken == [] and [finding.rule for finding in findings] == ["removed-no_cuda"]
+    launched = run_python([str(CHECKERS[HF]), str(run), str(tmp_path / "train.py")], tmp_path)
+    assert launched.returncode == 1 and "Traceback" not in launched.stderr, launched.stderr[-2000:]
+    assert max(map(len, launched.stderr.splitlines())) < 1000
+
+
+def test_r7_22_names_assigned_from_themselves_and_self_calling_wrappers_end():
+    """The new followings (polarity through names, pad = eos through `or`, resume wrappers through their calls) end
+    on `x = not x`, `y = y or eos`, and a wrapper that calls itself hundreds of times, in well under a second."""
+    code = ("from pathlib import Path\nfrom transformers import Trainer\nx = not x\ny = y or tokenizer.eos_token\n"
+            "def r(t):\n" + "    r(t)\n" * 300 + "    t.train(resume_from_checkpoint=True)\n"
+            "trainer = Trainer(model=m, args=a)\nif x:\n    trainer.train(resume_from_checkpoint=True)\n"
+            "if any(Path('out').glob('checkpoint-*')):\n" + "    r(trainer)\n" * 300)
+    started = time.perf_counter()
+    assert {(f.rule, f.line) for f in found(HF, {"t.py": code})} == {("resume-true-unconditional", 306),
+                                                                     ("resume-true-unconditional", 309)}
+    assert time.perf_counter() - started < 2

@@ -363,8 +363,10 @@ def parse_launch(tokens: list[str], path: str, line: int, env: dict[str, str]) -
         flags = [index for index, token in enumerate(rest) if token in ("-m", "--module", "--module_mode")]
         modules = [index for index in range(flags[0] + 1, len(rest)) if MODULE_NAME.fullmatch(rest[index])] \
             if flags else []
+        # not an option's value (`--rdzv-backend c10d`, `--config_file cfg.yaml`), unless every candidate is one
+        free = [index for index in modules if index == flags[0] + 1 or not rest[index - 1].startswith("-")]
         if modules:
-            at = modules[0]
+            at = (free or modules)[0]
             return Launch(path, line, launcher, rest[:at], rest[at].replace(".", "/") + ".py", rest[at + 1:], env)
     if not scripts:
         return None
@@ -502,6 +504,7 @@ class Module:
         self.functions: dict[str, list[ast.AST]] = {}  # a function defined here (top level first) -> its definitions
         self.own_sys_path = False  # a sys.path entry of the project's is put first (Project.imports_of)
         self.linked: dict[str, tuple[Module, str]] = {}  # a name imported from a project module -> (it, the name there)
+        self._sequence_classifiers: list[ast.AST] | None = None
         self.dotted: dict[str, Module] = {}  # `import pkg.util`: "pkg.util" -> that project module
         self.builders: dict[int, list[ast.Call]] = {}  # a function defined here -> the TrainingArguments it builds
         self.calls: list[ast.Call] = []
@@ -511,6 +514,8 @@ class Module:
         self._const_names: dict[tuple[str, int], object] = {}
         self._mappings: dict[tuple, tuple[dict, bool]] = {}
         self.helper_looks: dict[str, bool] = {}  # a function of its own -> whether it returns a look for a checkpoint
+        self.guarded_functions: dict[str, bool] = {}  # a function of its own -> called only under a checkpoint look
+        self.helper_found: dict[str, bool | None] = {}  # a function of its own -> helper_found_when_true
         self.looks: dict[int, bool] = {}  # a condition -> whether it looks for a checkpoint (looks_for_checkpoint)
         self.puts: dict[int, bool] = {}  # a statement -> whether it puts a checkpoint in place (checkpoint_guarded)
         self.first_trainer_line: float | None = None  # the first line that builds a Trainer (built_before)
@@ -614,6 +619,15 @@ class Module:
         return any(self.inherits(base, test, seen) for base in self._project_bases.get(name, []))
 
     # -- values
+    def sequence_classifiers(self) -> list[ast.AST]:
+        """The names and attributes here that stand for a *ForSequenceClassification class; read once per module
+        (every module of a project reads those of the modules it imports)."""
+        if self._sequence_classifiers is None:
+            self._sequence_classifiers = [
+                node for node in self.nodes if isinstance(node, (ast.Name, ast.Attribute)) and
+                self.qualname(node).endswith("ForSequenceClassification")]
+        return self._sequence_classifiers
+
     def single(self, name: str) -> ast.AST | None:
         values = self.assigned.get(name, [])
         return values[0] if len(values) == 1 else None
@@ -672,6 +686,15 @@ class Module:
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in self.linked and \
                 not self.assigned.get(node.value.id) and not self.linked[node.value.id][1]:
             return self.linked[node.value.id][0].const(ast.Name(node.attr), depth + 1)  # import config; config.X
+        if isinstance(node, (ast.Attribute, ast.Subscript)):  # config.CFG["x"], config.Cfg.x, from config import Cfg
+            base = node.value
+            home = self.imported_name(base) if isinstance(base, (ast.Name, ast.Attribute)) else None
+            if home is not None:
+                other, name = home
+                moved = ast.Attribute(ast.Name(name, ast.Load()), node.attr, ast.Load()) \
+                    if isinstance(node, ast.Attribute) else ast.Subscript(ast.Name(name, ast.Load()), node.slice)
+                moved.lineno = 10 ** 9  # read after every edit of that module
+                return other.const(moved, depth + 1)
         return UNKNOWN
 
     def field_default(self, holder: ast.Call, name: str, attribute: str, depth: int):
@@ -702,7 +725,9 @@ class Module:
                     self.const(given[0][1].get("required")) is True:
                 return UNKNOWN
             flags, kw = given[0]
-            return self.launched_value(flags, kw, self.const(kw["default"], depth + 1))
+            others = [flag for (parser, _), calls in self._arguments.items() if parser == function.value.id
+                      for other, _ in calls if other is not flags for flag in other if isinstance(flag, str)]
+            return self.launched_value(flags, kw, self.const(kw["default"], depth + 1), others)
         if not isinstance(function, ast.Name) or len(self.classes.get(function.id, [])) != 1 or holder.args:
             return UNKNOWN
         definition = self.classes[function.id][0]
@@ -715,18 +740,36 @@ class Module:
                 return self.const(keyword.value, depth + 1)
         return self.class_attribute(definition, function.id, attribute, depth)
 
-    def launched_value(self, flags: list, kw: dict, default):
+    def launched_value(self, flags: list, kw: dict, default, others: list[str]):
         """What an argparse flag holds when the launches given here run this module: the one value every launch
         gives it (the default where a launch leaves it out), UNKNOWN when they differ or one is not known here;
-        the default when no launch runs the module."""
+        the default when no launch runs the module. Read as argparse reads it: `--x v`, `--x=v`, `-xv`, a unique
+        prefix of a long flag (``others``: the parser's other flags), the last one given, and a string default
+        converted by type=."""
         convert = {"int": int, "float": float, "str": str}.get(called_name(kw["type"]) if "type" in kw else "str")
+        if convert is None:
+            return UNKNOWN if self.launched_with else default
+        try:
+            default = convert(default) if isinstance(default, str) else default
+        except ValueError:
+            return UNKNOWN
+        names = [flag for flag in flags if isinstance(flag, str) and flag.startswith("-")]
         values = []
         for args in self.launched_with:
-            given = next((args[index + 1] if token == flag and index + 1 < len(args) else token[len(flag) + 1:]
-                          for index, token in enumerate(args) for flag in flags if isinstance(flag, str) and
-                          (token == flag or flag.startswith("--") and token.startswith(flag + "="))), None)
-            if given is not None and (re.search(r"[$`]", given) or convert is None):
-                return UNKNOWN  # a shell variable, "$?" from an argv list, or a type this cannot convert
+            given = None
+            for index, token in enumerate(args):
+                key, equals, attached = token.partition("=")
+                long = key in names or key.startswith("--") and len(key) > 2 and not any(
+                    other == key for other in others) and any(name.startswith(key) for name in names) and \
+                    not any(other.startswith(key) for other in others)  # argparse's allow_abbrev: a unique prefix
+                short = [name for name in names if len(name) == 2 and not name.startswith("--") and
+                         token.startswith(name) and len(token) > 2]
+                if long or token in names:
+                    given = attached if equals else args[index + 1] if index + 1 < len(args) else ""
+                elif short:
+                    given = token[2:]  # -j4
+            if given is not None and re.search(r"[$`]", given):
+                return UNKNOWN  # a shell variable, or "$?" from an argv list
             try:
                 values.append(default if given is None else convert(given))
             except ValueError:
@@ -1225,8 +1268,8 @@ def flag_removed(module: Module, flag: str) -> bool:
     something["flag"], the same over a loop of literal keys (`for k in ("flag", ...): d.pop(k, None)`),
     delattr(args, "flag"), or `add_argument("--flag", dest="other")`, which parses it under another key."""
     loop_names = {node.target.id for node in module.nodes if isinstance(node, ast.For) and isinstance(
-        node.target, ast.Name) and isinstance(node.iter, (ast.Tuple, ast.List, ast.Set)) and
-        any(module.const(element) == flag for element in node.iter.elts)}
+        node.target, ast.Name) and isinstance(module.resolve(node.iter), (ast.Tuple, ast.List, ast.Set)) and
+        any(module.const(element) == flag for element in module.resolve(node.iter).elts)}  # LEGACY = (...) too
     named = lambda node: (isinstance(node, ast.Constant) and node.value == flag) or (  # noqa: E731
         isinstance(node, ast.Name) and node.id in loop_names)
     renamed = lambda call: called_name(call.func) == "add_argument" and any(  # noqa: E731
@@ -1246,10 +1289,11 @@ def flag_removed(module: Module, flag: str) -> bool:
 def forwards_parsed(module: Module, flag: str) -> bool:
     """Whether a module passes its parsed flag on to TrainingArguments: TrainingArguments(**vars(args)),
     (**args.__dict__), a copy or merge of them, or a helper that builds them given the same; not when the flag's key
-    is popped or deleted first, or a comprehension with a condition picks the keys."""
+    is popped or deleted first, or a comprehension with a condition picks the keys (or renames them)."""
     parsed = lambda node: (isinstance(node, ast.Call) and called_name(node.func) == "vars") or (  # noqa: E731
         isinstance(node, ast.Attribute) and node.attr == "__dict__")
-    picked = lambda node: isinstance(node, ast.DictComp) and any(part.ifs for part in node.generators)  # noqa: E731
+    picked = lambda node: isinstance(node, ast.DictComp) and (  # noqa: E731 - keys filtered or renamed
+        any(part.ifs for part in node.generators) or not isinstance(node.key, ast.Name))
     def passes(value: ast.AST) -> bool:  # the value, or the edits of the dict it names (opts.update(vars(a)))
         edits = module.edits.get(value.id, []) if isinstance(value, ast.Name) else []
         return any(module.mentions(part, parsed) for part in [value, *edits])
@@ -1293,8 +1337,7 @@ def best_model_findings(module: Module, call: ast.Call, kw: dict, complete: bool
 
 
 def sequence_classification_findings(module: Module, training: list, launches: list[Launch]):
-    models = [node for part in module.project for node in part.nodes if isinstance(node, (ast.Name, ast.Attribute))
-              and part.qualname(node).endswith("ForSequenceClassification")]  # here or in model.py it imports
+    models = [node for part in module.project for node in part.sequence_classifiers()]  # here or in model.py
     if not models:
         return
     fixed = any(any(isinstance(node, ast.Assign) and part.const(node.value) is False and any(
@@ -1323,8 +1366,16 @@ def sequence_classification_findings(module: Module, training: list, launches: l
 def causal_lm_findings(module: Module):
     """pad_token = eos_token here or in a project module this one imports (the tokenizer set up in data.py for the
     causal LM trained here), and math.exp(eval_loss) here."""
-    def eos(node: ast.AST, part: Module = module) -> bool:  # tokenizer.eos_token, or a name assigned it
+    def eos(node: ast.AST, part: Module = module, depth: int = 0) -> bool:  # tokenizer.eos_token, a name assigned it
         node = part.resolve(node)
+        if depth > 8:  # `x = x or y`: a name assigned from itself
+            return False
+        if isinstance(node, ast.IfExp):  # eos_token if pad_token is None else pad_token
+            return eos(node.body, part, depth + 1) or eos(node.orelse, part, depth + 1)
+        if isinstance(node, ast.BoolOp):  # pad_token or eos_token
+            return any(eos(value, part, depth + 1) for value in node.values)
+        if isinstance(node, ast.Call) and called_name(node.func) == "convert_tokens_to_ids" and node.args:
+            return eos(node.args[0], part, depth + 1)
         return isinstance(node, ast.Attribute) and node.attr in ("eos_token", "eos_token_id")
 
     names = module.project_names
@@ -1345,7 +1396,9 @@ def causal_lm_findings(module: Module):
         for node in sorted((node for node in part.nodes if hasattr(node, "lineno")), key=line_of):
             if node.lineno < last_dedicated:  # replaced later by a pad token of its own
                 continue
-            if isinstance(node, ast.Assign) and eos(node.value, part) and any(map(tokenizer_side, node.targets)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                node, ast.AnnAssign) and node.value is not None else []
+            if targets and eos(node.value, part) and any(map(tokenizer_side, targets)):
                 yield "pad-token-eos", at(module, part, node.lineno), ""
             elif isinstance(node, ast.keyword) and node.arg == "pad_token" and eos(node.value, part):
                 yield "pad-token-eos", at(module, part, node.value.lineno), ""
@@ -1447,19 +1500,9 @@ def _looks_for_checkpoint(module: Module, test: ast.AST) -> bool:
                 return not built_before(module, node) and any(
                     module.mentions(argument, output_folder) for argument in looked)
             return any(module.mentions(argument, output_folder) for argument in looked)
-        if isinstance(node, ast.Call) and called_name(node.func) in module.functions:
-            return helper_looks(module, called_name(node.func))  # can_resume(out): a look written as a function
-        if isinstance(node, ast.Call) and called_name(node.func) in module.linked:  # the same, imported
-            home, defined = defined_in(*module.linked[called_name(node.func)])
-            return defined in home.functions and helper_looks(home, defined)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                isinstance(node.func.value, ast.Name) and node.func.value.id in module.linked and \
-                not module.linked[node.func.value.id][1]:  # import helpers; helpers.can_resume(out)
-            home, defined = defined_in(module.linked[node.func.value.id][0], node.func.attr)
-            return defined in home.functions and helper_looks(home, defined)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                module.qualname(node.func.value) in module.dotted:  # import pkg.util; pkg.util.can_resume(out)
-            home, defined = defined_in(module.dotted[module.qualname(node.func.value)], node.func.attr)
+        function = project_function(module, node) if isinstance(node, ast.Call) else None
+        if function is not None:  # can_resume(out): a look written as a function, judged by its body
+            home, defined = function
             return defined in home.functions and helper_looks(home, defined)
         name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
         if name is not None:  # a function read above is judged by its body, not by its name
@@ -1470,6 +1513,23 @@ def _looks_for_checkpoint(module: Module, test: ast.AST) -> bool:
                 bool(re.search(r"checkpoint|ckpt", name, re.I))
         return isinstance(node, ast.Constant) and isinstance(node.value, str) and "checkpoint" in node.value
     return module.mentions(test, look)
+
+
+def project_function(module: Module, call: ast.Call) -> tuple[Module, str] | None:
+    """(module, name) of the project function a call calls: one of this module's, one imported from a project module
+    (`from ckpt import can_resume`, `import helpers; helpers.can_resume`, `import pkg.util; pkg.util.can_resume`,
+    re-exported by a package), else None."""
+    name = called_name(call.func)
+    if isinstance(call.func, ast.Name) and name in module.functions:
+        return module, name
+    if isinstance(call.func, ast.Name) and name in module.linked:
+        return defined_in(*module.linked[name])
+    if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) and \
+            call.func.value.id in module.linked and not module.linked[call.func.value.id][1]:
+        return defined_in(module.linked[call.func.value.id][0], name)
+    if isinstance(call.func, ast.Attribute) and module.qualname(call.func.value) in module.dotted:
+        return defined_in(module.dotted[module.qualname(call.func.value)], name)
+    return None
 
 
 def defined_in(home: Module, name: str) -> tuple[Module, str]:
@@ -1552,18 +1612,79 @@ def puts_checkpoint(statement: ast.AST) -> bool:
         for node in ast.walk(statement))
 
 
-def found_when_true(test: ast.AST) -> bool:
-    """Whether a condition that looks for a checkpoint is true when one is found: `not look`, `look is None`, `look
-    == 0` and `len(look) == 0` are true when none is."""
+def found_when_true(module: Module, test: ast.AST, depth: int = 0) -> bool | None:
+    """Whether a condition that looks for a checkpoint is true when one is found (True), true when none is (False:
+    `not look`, `look is None`, `len(look) < 1`, `first_launch(out)` that returns `not any(...)`), or cannot be told
+    (None: then either branch counts as guarded). In `a or b` and `a and b` the operands that look decide."""
+    if depth > 8:  # `x = not x`: a name assigned from itself
+        return None
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return not found_when_true(test.operand)
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.comparators[0], ast.Constant):
-        empty = test.comparators[0].value in (None, False, 0, "")
-        if isinstance(test.ops[0], (ast.Is, ast.Eq)):
-            return not empty
-        if isinstance(test.ops[0], (ast.IsNot, ast.NotEq)):
-            return empty
+        inner = found_when_true(module, test.operand, depth + 1)
+        return None if inner is None else not inner
+    if isinstance(test, ast.BoolOp):
+        sides = {found_when_true(module, value, depth + 1) for value in test.values
+                 if looks_for_checkpoint(module, value)}
+        return sides.pop() if len(sides) == 1 else None
+    if isinstance(test, ast.Name) and isinstance(module.single(test.id), (ast.UnaryOp, ast.BoolOp, ast.Compare,
+                                                                           ast.Call)):
+        return found_when_true(module, module.single(test.id), depth + 1)  # first = not any(...): if first: ...
+    if isinstance(test, ast.Call) and project_function(module, test) is not None:
+        return helper_found_when_true(*project_function(module, test))
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        return compared_found(test.left, test.ops[0], test.comparators[0])
     return True
+
+
+FLIPPED = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
+
+
+def compared_found(left: ast.AST, op: ast.cmpop, right: ast.AST) -> bool | None:
+    """found_when_true of `left op right` with an empty or one-item bound on a side: `last is None`, `0 == len(c)`,
+    `c == []` (none found); `last is not None`, `len(c) > 0`, `len(c) >= 1` (found); None for any other bound."""
+    def bound(node: ast.AST):
+        if isinstance(node, ast.Constant) and node.value in (None, False, 0, 1, "") and node.value is not True:
+            return node.value
+        if isinstance(node, (ast.List, ast.Tuple, ast.Dict, ast.Set)) and not getattr(node, "elts", getattr(
+                node, "keys", None)):
+            return 0  # [], (), {}
+        return UNKNOWN
+    if bound(left) is not UNKNOWN and bound(right) is UNKNOWN:
+        left, right, op = right, left, FLIPPED.get(type(op), type(op))()
+    value = bound(right)
+    if value is UNKNOWN:
+        return None
+    empty = value in (None, False, 0, "") and value is not True
+    if isinstance(op, (ast.Is, ast.Eq)):
+        return not empty
+    if isinstance(op, (ast.IsNot, ast.NotEq)):
+        return empty
+    if isinstance(op, (ast.Gt, ast.GtE)):  # len(c) > 0, len(c) >= 1
+        return True
+    if isinstance(op, (ast.Lt, ast.LtE)):  # len(c) < 1, len(c) <= 0
+        return False
+    return None
+
+
+def helper_found_when_true(home: Module, name: str) -> bool | None:
+    """found_when_true of a call of a project function: what its returns of a look say (`return not any(...)`,
+    `if look: return False`), the same for all of them, else None."""
+    known = home.helper_found
+    if name not in known:
+        known[name] = None  # a function that calls itself: not told
+        sides = set()
+        for definition in home.functions.get(name, []):
+            for node in ast.walk(definition):
+                if isinstance(node, ast.Return) and node.value is not None and \
+                        looks_for_checkpoint(home, node.value):
+                    sides.add(found_when_true(home, node.value))
+                elif isinstance(node, ast.If) and looks_for_checkpoint(home, node.test):
+                    returned = [sub.value for sub in ast.walk(node) if isinstance(sub, ast.Return) and
+                                isinstance(sub.value, ast.Constant) and isinstance(sub.value.value, bool)]
+                    for constant in returned:  # if look: return True / if look: return False
+                        found = found_when_true(home, node.test)
+                        sides.add(None if found is None else found == constant.value)
+        known[name] = sides.pop() if len(sides) == 1 else None
+    return known[name]
 
 
 RESUME_ERRORS = {"Exception", "BaseException", "ValueError"}  # what train(resume_from_checkpoint=True) raises
@@ -1578,15 +1699,16 @@ def checkpoint_guarded(module: Module, call: ast.Call) -> bool:
     """Whether a train(resume_from_checkpoint=True) runs only when a checkpoint is there: in the branch of an if (or
     a conditional expression, a while) whose condition looks for one that runs when one is found, after an if that
     looks and leaves when none is (return, raise, sys.exit), an assert that looks, or a call that puts a
-    checkpoint-N folder in place, or in a try that handles the error (ValueError). An unrelated check elsewhere in
-    the file (os.path.exists of a data file) guards nothing."""
+    checkpoint-N folder in place, or in a try that handles the error (ValueError), or in a function of its own that
+    is called only so. An unrelated check elsewhere in the file (os.path.exists of a data file) guards nothing."""
     node = call
     while id(node) in module.parent and not isinstance(node, ast.Module):
         parent = module.parent[id(node)]
         if isinstance(parent, (ast.If, ast.IfExp, ast.While)) and node is not parent.test and \
                 looks_for_checkpoint(module, parent.test):
             in_body = node is parent.body or (isinstance(parent.body, list) and node in parent.body)
-            return in_body == found_when_true(parent.test)
+            found = found_when_true(module, parent.test)
+            return found is None or in_body == found
         if isinstance(parent, TRY) and node in parent.body and any(map(handles_resume_error, parent.handlers)):
             return True
         for block in ("body", "orelse", "finalbody"):  # the statements before this one in its block
@@ -1596,12 +1718,24 @@ def checkpoint_guarded(module: Module, call: ast.Call) -> bool:
                     if isinstance(before, ast.Assert) and looks_for_checkpoint(module, before.test):
                         return True
                     if isinstance(before, ast.If) and looks_for_checkpoint(module, before.test) and (
-                            exits(before.orelse) if found_when_true(before.test) else exits(before.body)):
+                            exits(before.orelse) if found_when_true(module, before.test) is True else
+                            exits(before.body) if found_when_true(module, before.test) is False else
+                            exits(before.body) or exits(before.orelse)):
                         return True
                     if id(before) not in module.puts:  # every resume call reads the statements above it
                         module.puts[id(before)] = puts_checkpoint(before)
                     if module.puts[id(before)]:
                         return True
+        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            # def resume(t): t.train(resume_from_checkpoint=True), called only where a checkpoint was found; each
+            # function read once (False while it is read: a function that calls itself guards nothing by that)
+            if parent.name not in module.guarded_functions:
+                module.guarded_functions[parent.name] = False
+                sites = [site for site in module.calls if isinstance(site.func, ast.Name) and
+                         site.func.id == parent.name]
+                module.guarded_functions[parent.name] = bool(sites) and all(
+                    checkpoint_guarded(module, site) for site in sites)
+            return module.guarded_functions[parent.name]
         if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             break
         node = parent
@@ -1623,7 +1757,7 @@ def resume_findings(module: Module, training: list, launches: list[Launch]):
         chosen = module.resolve(value)  # True if <a look at a data file or a flag> else None
         when_true = isinstance(chosen, ast.IfExp) and any(  # True when no look, or when the look finds none
             module.const(branch) is True and not (looks_for_checkpoint(module, chosen.test) and
-                                                  found_when_true(chosen.test) == (branch is chosen.body))
+                                                  found_when_true(module, chosen.test) in (None, branch is chosen.body))
             for branch in (chosen.body, chosen.orelse))
         if (module.const(value) is True or when_true) and not checkpoint_guarded(module, call):
             yield "resume-true-unconditional", call.lineno, ""
@@ -1980,7 +2114,7 @@ def sys_path_entries(module: Module) -> list[tuple[Path | None, bool]]:
             return inner and (os.path.join(inner[0], os.pardir), inner[1])
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "parents":
             inner, up = folder(node.value.value, depth + 1), module.const(node.slice)
-            return inner and isinstance(up, int) and up >= 0 and (os.path.join(inner[0], *[os.pardir] * (up + 1)),
+            return inner and isinstance(up, int) and 0 <= up < 64 and (os.path.join(inner[0], *[os.pardir] * (up + 1)),
                                                                    inner[1]) or None
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
             inner, part = folder(node.left, depth + 1), module.const(node.right)
@@ -2235,6 +2369,8 @@ class Project:
                 self.link(module)
         except (OSError, ValueError, RecursionError):
             return None
+        except Exception:  # noqa: BLE001 - a defect of this checker on a file not given: the launch is read alone
+            return None
         return module
 
     def module_at(self, file: Path) -> Module | None:
@@ -2367,7 +2503,11 @@ def _check_all(sources: dict[str, str], skill: str, device: str) -> tuple[list[F
     launches_of: dict[int, list[Launch]] = {}  # a module -> the launches that run it, from any file of the run
     unattached = []
     for launch in shell_launches + [launch for module in modules.values() for launch in module.launches]:
-        target = project.launched(launch)
+        try:
+            target = project.launched(launch)
+        except Exception as exc:  # noqa: BLE001 - a defect of this checker: name the file, check the others
+            broken[launch.path] = checker_defect(launch.path, exc)
+            continue
         launch.runs = target if target is not None else project.script_next_to(launch)
         if target is not None:
             launches_of.setdefault(id(target), []).append(launch)
@@ -2400,7 +2540,10 @@ def _check_all(sources: dict[str, str], skill: str, device: str) -> tuple[list[F
                 if isinstance(where, tuple) else (path, where)  # a tuple: in a project module this one imports
             findings.append(Finding(rule, where_path, line, note))
     for launch in unattached:
-        findings += unattached_launch_findings(launch, skill)
+        try:
+            findings += unattached_launch_findings(launch, skill)
+        except Exception as exc:  # noqa: BLE001 - a defect of this checker: name the file, check the others
+            broken[launch.path] = checker_defect(launch.path, exc)
     unique = {(f.rule, f.path, f.line): f for f in findings}
     return sorted(unique.values(), key=lambda f: (f.path, f.line, f.rule)), broken
 
@@ -2484,7 +2627,8 @@ def check_paths(run) -> None:
         if path in by_path:
             for finding in by_path[path]:
                 rule = rules[finding.rule]
-                note = f" ({' '.join(finding.note.split())})" if finding.note else ""
+                note = " ".join(finding.note.split())
+                note = f" ({note if len(note) <= 200 else note[:200] + '...'})" if note else ""  # a 5,000-digit value
                 run.check(f"{finding.rule}@{shown(path)}:{finding.line}", False,
                           f"{rule.what}{note} Fix: {rule.fix}. See: {rule.see}")
         elif path not in broken:
