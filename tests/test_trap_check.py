@@ -1840,3 +1840,78 @@ def test_r7_22_names_assigned_from_themselves_and_self_calling_wrappers_end():
     assert {(f.rule, f.line) for f in found(HF, {"t.py": code})} == {("resume-true-unconditional", 306),
                                                                      ("resume-true-unconditional", 309)}
     assert time.perf_counter() - started < 2
+
+
+# ---- the ninth round (outside re-check of r7_18-r7_22): guard implications, followings in linear time ----
+
+RESUME_HEAD = ("import argparse, os, sys\nfrom pathlib import Path\nfrom transformers import Trainer, TrainingArguments\n"
+               "from transformers.trainer_utils import get_last_checkpoint\n"
+               "trainer = Trainer(model=None, args=TrainingArguments(output_dir='out'))\n")
+RESUME = "trainer.train(resume_from_checkpoint=True)"
+
+
+@pytest.mark.parametrize("guard", [
+    f"if os.path.isdir('out'):\n    first = get_last_checkpoint('out') is None\nelse:\n    first = True\n"
+    f"if first:\n    trainer.train()\nelse:\n    {RESUME}\n",
+    f"fresh = True\nif os.path.isdir('out'):\n    fresh = not any(Path('out').glob('checkpoint-*'))\n"
+    f"if fresh:\n    trainer.train()\nelse:\n    {RESUME}\n",
+    f"if get_last_checkpoint('out') is not None:\n    if os.path.isdir('out/checkpoint-final'):\n        print('done')\n"
+    f"    else:\n        {RESUME}\nelse:\n    trainer.train()\n",
+    f"if get_last_checkpoint('out') is None:\n    sys.exit('nothing to resume')\n"
+    f"if os.path.isdir('out/checkpoint-final'):\n    print('done')\nelse:\n    {RESUME}\n",
+    f"p = argparse.ArgumentParser()\nif get_last_checkpoint('out') is None:\n    p.error('no checkpoint')\n{RESUME}\n",
+    f"if get_last_checkpoint('out') is None:\n    if strict:\n        sys.exit(1)\n    else:\n        sys.exit(0)\n{RESUME}\n",
+    f"assert get_last_checkpoint('out') is not None\n{RESUME}\n",
+], ids=["reassigned-flag", "flag-set-in-an-if", "inner-if-under-an-outer-guard", "inner-if-after-an-exit",
+        "parser-error", "nested-exits", "assert"])
+def test_r9_a_resume_guarded_through_names_outer_ifs_and_exits_is_clean(guard):
+    """Each resume runs only once a checkpoint is known to be there: the nearest look does not decide alone (an outer
+    if or an earlier exit may guard), a name assigned in both branches is read through all its values."""
+    assert rules_found(HF, {"t.py": RESUME_HEAD + guard}) == set()
+
+
+@pytest.mark.parametrize("guard", [
+    f"last = get_last_checkpoint('out')\nif last is None and len(os.listdir('out')) > 0:\n    raise ValueError('x')\n"
+    f"{RESUME}\n",
+    f"if not os.path.isdir('out') or get_last_checkpoint('out'):\n    {RESUME}\n",
+    f"if '--resume' in sys.argv or get_last_checkpoint('out') is not None:\n    {RESUME}\n",
+    f"assert get_last_checkpoint('out') is None, 'fresh runs only'\n{RESUME}\n",
+], ids=["hf-examples-raise-leaves-only-on-a-non-empty-folder", "or-not-isdir", "or-a-flag", "assert-none"])
+def test_r9_a_resume_that_a_first_launch_reaches_is_found(guard):
+    """On a first launch (empty or missing out/) each of these reaches the resume, which raises: `a and b` leaves
+    only when both hold, `a or b` enters when either does, an assert that holds when none was found guards nothing."""
+    assert rules_found(HF, {"t.py": RESUME_HEAD + guard}) == {"resume-true-unconditional"}
+
+
+def test_r9_or_chains_and_eos_chains_are_followed_in_linear_time():
+    """`x1 = x0 or x0 ...` over levels made the polarity (w**4) and the EOS following (w**8) take 76 s and 18 s on
+    files of a few kB; both are read once per expression now."""
+    chain = "".join(f"x{level} = {' or '.join([f'x{level - 1}'] * 100)}\n" for level in range(1, 5))
+    resume = RESUME_HEAD + "x0 = any(Path('out').glob('checkpoint-*'))\n" + chain + \
+        f"if not x4:\n    trainer.train()\nelse:\n    {RESUME}\n"
+    eos = "from transformers import DataCollatorForLanguageModeling\nx0 = tokenizer.eos_token\n" + \
+        "".join(f"x{level} = {' or '.join([f'x{level - 1}'] * 6)}\n" for level in range(1, 10)) + \
+        "tokenizer.pad_token = x9\n" \
+        "Trainer(model=m, args=a, data_collator=DataCollatorForLanguageModeling(tokenizer, mlm=False))\n"
+    started = time.perf_counter()
+    assert rules_found(HF, {"t.py": resume}) == set()
+    assert rules_found(HF, {"t.py": eos}) == {"pad-token-eos"}
+    assert time.perf_counter() - started < 2
+
+
+def test_r9_parsed_flags_in_an_imported_config_and_python_m_launches(tmp_path):
+    """argparse run in config.py (`ARGS = p.parse_args()`, `from config import ARGS` in train.py) reads the argv of
+    the launch of train.py; `python -m pkg.train` runs pkg/train.py (python -m pytest runs no training script)."""
+    config = "import argparse\np = argparse.ArgumentParser()\np.add_argument('--grad_accum', type=int, default={})\n" \
+        "ARGS = p.parse_args()\n"
+    train = ("from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments\n"
+             "from config import ARGS\nmodel = AutoModelForSequenceClassification.from_pretrained('m')\n"
+             "Trainer(model=model, args=TrainingArguments(output_dir='o', gradient_accumulation_steps=ARGS.grad_accum))\n")
+    for default, launched, expected in ((8, "1", set()), (1, "4", {("seqcls-loss-scaling", "train.py")})):
+        files = {"config.py": config.format(default), "train.py": train,
+                 "run.sh": f"python train.py --grad_accum {launched}\n"}
+        assert project_found(HF, tmp_path / str(default), files) == expected, (default, launched)
+    seqcls = "model = AutoModelForSequenceClassification.from_pretrained('m')\nTrainer(model=model, args=a)\n"
+    files = {"pkg/train.py": seqcls, "run.sh": "python -m pkg.train --gradient_accumulation_steps 4\n"}
+    assert project_found(HF, tmp_path / "m", files) == {("seqcls-loss-scaling", "run.sh")}
+    assert rules_found(HF, {"run.sh": "python -m pytest tests/ --gradient_accumulation_steps 4\n"}) == set()

@@ -234,6 +234,11 @@ PYTHON_MODULES = {"torch.distributed.run": "torchrun", "torch.distributed.launch
                   "accelerate.commands.launch": "accelerate launch", "accelerate.commands.accelerate_cli": "accelerate",
                   "composer.cli.launcher": "composer", "deepspeed": "deepspeed",
                   "deepspeed.launcher.runner": "deepspeed"}
+PYTHON_TOOLS = {"pytest", "pip", "venv", "virtualenv", "unittest", "ensurepip", "build", "twine", "mypy", "ruff",
+                "black", "isort", "flake8", "pylint", "coverage", "cProfile", "pdb", "timeit", "http", "json",
+                "tests", "py_compile", "compileall", "zipfile", "tarfile", "site", "sysconfig", "platform",
+                "transformers", "accelerate", "composer", "torch", "datasets", "evaluate", "huggingface_hub",
+                "streaming", "tensorboard", "wandb", "mlflow"}  # python -m X that starts no training script of its own
 OFFLINE_NAMES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
 TRUE_VALUES = {"1", "ON", "YES", "TRUE"}  # huggingface_hub's constants._is_true and datasets' config: upper-cased
 
@@ -350,10 +355,13 @@ def parse_launch(tokens: list[str], path: str, line: int, env: dict[str, str]) -
         if rest and rest[0].startswith("-m"):
             module = rest[0][2:] or (rest[1] if len(rest) > 1 else "")
             rest = rest[1:] if rest[0][2:] else rest[2:]
-            if module not in PYTHON_MODULES:
+            if module in PYTHON_MODULES:
+                launcher, _, word = PYTHON_MODULES[module].partition(" ")
+                rest = [word, *rest] if word else rest
+            elif module.split(".")[0] in PYTHON_TOOLS or not MODULE_NAME.fullmatch(module):
                 return None  # python -m pytest tests/x.py runs no training script of its own
-            launcher, _, word = PYTHON_MODULES[module].partition(" ")
-            rest = [word, *rest] if word else rest
+            else:  # python -m pkg.train: the module, read as pkg/train.py
+                return Launch(path, line, "python", [], module.replace(".", "/") + ".py", rest, env)
     if launcher == "accelerate-launch":
         launcher, rest = "accelerate", ["launch", *rest]
     if launcher == "accelerate":
@@ -518,8 +526,11 @@ class Module:
         self.helper_looks: dict[str, bool] = {}  # a function of its own -> whether it returns a look for a checkpoint
         self.guarded_functions: dict[str, bool] = {}  # a function of its own -> called only under a checkpoint look
         self.helper_found: dict[str, bool | None] = {}  # a function of its own -> helper_found_when_true
+        self.eos: dict[int, bool] = {}  # an expression -> is_eos
+        self.pad_eos: list[int] | None = None  # pad_eos_lines
+        self.sides: dict[int, tuple[bool, bool]] = {}  # a test -> guard_sides
+        self.block_guards: dict[int, tuple[dict[int, int], list[bool]]] = {}  # a block -> guarded_before
         self.looks: dict[int, bool] = {}  # a condition -> whether it looks for a checkpoint (looks_for_checkpoint)
-        self.puts: dict[int, bool] = {}  # a statement -> whether it puts a checkpoint in place (checkpoint_guarded)
         self.first_trainer_line: float | None = None  # the first line that builds a Trainer (built_before)
         for node in self.nodes:
             if isinstance(node, ast.Import):
@@ -1365,53 +1376,72 @@ def sequence_classification_findings(module: Module, training: list, launches: l
                 if (launch.processes or 1) > 1 else f"--gradient_accumulation_steps {steps}"
 
 
+def is_eos(part: Module, node: ast.AST) -> bool:
+    """Whether an expression is the tokenizer's EOS: tokenizer.eos_token(_id), a name assigned it, `pad or eos`,
+    `eos if pad is None else pad`, convert_tokens_to_ids(eos); memoised per expression (a name assigned from itself
+    is not)."""
+    key = id(node)
+    if key not in part.eos:
+        part.eos[key] = False
+        resolved = part.resolve(node)
+        part.eos[key] = (is_eos(part, resolved.body) or is_eos(part, resolved.orelse)) if isinstance(
+            resolved, ast.IfExp) else any(is_eos(part, value) for value in resolved.values) if isinstance(
+            resolved, ast.BoolOp) else is_eos(part, resolved.args[0]) if isinstance(resolved, ast.Call) and \
+            called_name(resolved.func) == "convert_tokens_to_ids" and resolved.args else \
+            isinstance(resolved, ast.Attribute) and resolved.attr in ("eos_token", "eos_token_id")
+    return part.eos[key]
+
+
+def tokenizer_side(target: ast.AST) -> bool:
+    """A tokenizer's pad_token(_id); model.generation_config.pad_token_id is a model's, not a tokenizer's."""
+    return isinstance(target, ast.Attribute) and target.attr in ("pad_token", "pad_token_id") and not (
+        (isinstance(target.value, ast.Attribute) and target.value.attr.lower().endswith("config")) or
+        (isinstance(target.value, ast.Name) and target.value.id.lower().endswith("config")))
+
+
+def pad_eos_lines(part: Module) -> list[int]:
+    """The lines of a module that make the tokenizer's pad token its EOS, unless a pad token of its own is set below
+    them; read once per module (every module of a project reads those of the modules it imports)."""
+    if part.pad_eos is None:
+        dedicated = [node.lineno for node in part.nodes if isinstance(node, ast.Dict) and any(
+            isinstance(key, ast.Constant) and key.value == "pad_token" and not is_eos(part, value)
+            for key, value in zip(node.keys, node.values))]
+        last_dedicated = max(dedicated, default=0)
+        lines = []
+        for node in sorted((node for node in part.nodes if hasattr(node, "lineno")), key=line_of):
+            if node.lineno < last_dedicated:  # replaced later by a pad token of its own
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                node, ast.AnnAssign) and node.value is not None else []
+            if any(map(tokenizer_side, targets)) and is_eos(part, node.value):
+                lines.append(node.lineno)
+            elif isinstance(node, ast.keyword) and node.arg == "pad_token" and is_eos(part, node.value):
+                lines.append(node.value.lineno)
+            elif isinstance(node, ast.Call) and called_name(node.func) == "setattr" and len(node.args) == 3 and \
+                    part.const(node.args[1]) in ("pad_token", "pad_token_id") and \
+                    tokenizer_side(ast.Attribute(node.args[0], part.const(node.args[1]))) and \
+                    is_eos(part, node.args[2]):
+                lines.append(node.lineno)  # setattr(tokenizer, "pad_token", eos)
+            elif isinstance(node, ast.Dict) and any(
+                    isinstance(key, ast.Constant) and key.value == "pad_token" and is_eos(part, value)
+                    for key, value in zip(node.keys, node.values)):
+                lines.append(node.lineno)
+        part.pad_eos = lines
+    return part.pad_eos
+
+
 def causal_lm_findings(module: Module):
     """pad_token = eos_token here or in a project module this one imports (the tokenizer set up in data.py for the
     causal LM trained here), and math.exp(eval_loss) here."""
-    def eos(node: ast.AST, part: Module = module, depth: int = 0) -> bool:  # tokenizer.eos_token, a name assigned it
-        node = part.resolve(node)
-        if depth > 8:  # `x = x or y`: a name assigned from itself
-            return False
-        if isinstance(node, ast.IfExp):  # eos_token if pad_token is None else pad_token
-            return eos(node.body, part, depth + 1) or eos(node.orelse, part, depth + 1)
-        if isinstance(node, ast.BoolOp):  # pad_token or eos_token
-            return any(eos(value, part, depth + 1) for value in node.values)
-        if isinstance(node, ast.Call) and called_name(node.func) == "convert_tokens_to_ids" and node.args:
-            return eos(node.args[0], part, depth + 1)
-        return isinstance(node, ast.Attribute) and node.attr in ("eos_token", "eos_token_id")
-
     names = module.project_names
     trains = any(name.endswith(("Trainer", "Collator", "TrainingArguments")) or name in ("backward", "fit")
                  for name in names)  # generation alone computes no loss on pads
     collators = {name for name in names if name.startswith("DataCollator") or name.endswith("Collator")}
     if collators == {"DataCollatorForSeq2Seq"}:  # it pads the labels with label_pad_token_id (-100): EOS stays
         trains = False
-    tokenizer_side = lambda target: isinstance(target, ast.Attribute) and target.attr in (  # noqa: E731
-        "pad_token", "pad_token_id") and not (  # model.generation_config.pad_token_id: a model's, not a tokenizer's
-        (isinstance(target.value, ast.Attribute) and target.value.attr.lower().endswith("config")) or
-        (isinstance(target.value, ast.Name) and target.value.id.lower().endswith("config")))
     for part in module.project if trains else []:
-        dedicated = [node.lineno for node in part.nodes if isinstance(node, ast.Dict) and any(  # a pad token of its own
-            isinstance(key, ast.Constant) and key.value == "pad_token" and not eos(value, part)
-            for key, value in zip(node.keys, node.values))]
-        last_dedicated = max(dedicated, default=0)
-        for node in sorted((node for node in part.nodes if hasattr(node, "lineno")), key=line_of):
-            if node.lineno < last_dedicated:  # replaced later by a pad token of its own
-                continue
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
-                node, ast.AnnAssign) and node.value is not None else []
-            if targets and eos(node.value, part) and any(map(tokenizer_side, targets)):
-                yield "pad-token-eos", at(module, part, node.lineno), ""
-            elif isinstance(node, ast.keyword) and node.arg == "pad_token" and eos(node.value, part):
-                yield "pad-token-eos", at(module, part, node.value.lineno), ""
-            elif isinstance(node, ast.Call) and called_name(node.func) == "setattr" and len(node.args) == 3 and \
-                    part.const(node.args[1]) in ("pad_token", "pad_token_id") and eos(node.args[2], part) and \
-                    tokenizer_side(ast.Attribute(node.args[0], part.const(node.args[1]))):
-                yield "pad-token-eos", at(module, part, node.lineno), ""  # setattr(tokenizer, "pad_token", eos)
-            elif isinstance(node, ast.Dict) and any(
-                    isinstance(key, ast.Constant) and key.value == "pad_token" and eos(value, part)
-                    for key, value in zip(node.keys, node.values)):
-                yield "pad-token-eos", at(module, part, node.lineno), ""
+        for line in pad_eos_lines(part):
+            yield "pad-token-eos", at(module, part, line), ""
     eval_loss = lambda node: (isinstance(node, ast.Constant) and node.value == "eval_loss") or (  # noqa: E731
         isinstance(node, ast.Attribute) and node.attr == "eval_loss") or (
         isinstance(node, ast.Name) and node.id == "eval_loss")
@@ -1595,8 +1625,10 @@ def output_folder(node: ast.AST) -> bool:
 def exits(body: list[ast.stmt]) -> bool:
     """Whether a block ends by leaving: return, raise, continue, break, sys.exit(...)."""
     last = body[-1] if body else None
+    if isinstance(last, ast.If):  # if a: sys.exit(1) else: sys.exit(2)
+        return exits(last.body) and exits(last.orelse)
     return isinstance(last, EXITS) or (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and
-                                       called_name(last.value.func) in ("exit", "_exit", "quit", "abort"))
+                                       called_name(last.value.func) in ("exit", "_exit", "quit", "abort", "error"))
 
 
 def called_name(node: ast.AST) -> str:
@@ -1614,27 +1646,51 @@ def puts_checkpoint(statement: ast.AST) -> bool:
         for node in ast.walk(statement))
 
 
-def found_when_true(module: Module, test: ast.AST, depth: int = 0) -> bool | None:
-    """Whether a condition that looks for a checkpoint is true when one is found (True), true when none is (False:
-    `not look`, `look is None`, `len(look) < 1`, `first_launch(out)` that returns `not any(...)`), or cannot be told
-    (None: then either branch counts as guarded). In `a or b` and `a and b` the operands that look decide."""
-    if depth > 8:  # `x = not x`: a name assigned from itself
-        return None
+def guard_sides(module: Module, test: ast.AST) -> tuple[bool, bool]:
+    """(the test is true only when a checkpoint was found, the test is true whenever none was): what running the
+    body of an if on the test, or its else, or leaving on it, tells about the disk. A look is (True, False)
+    (`any(glob(...))`, `last is not None`), its negation (False, True) (`not look`, `last is None`, `len(c) < 1`, a
+    first_launch() that returns `not any(...)`), a look whose sense cannot be told (True, True), anything else (False,
+    False) (a constant True is (False, True)); `not` swaps them, `a and b` is found if one operand says so and none
+    only if all do, `a or b` the other way round. Memoised per test; a name assigned from itself is (False, False)."""
+    key = id(test)
+    if key not in module.sides:
+        module.sides[key] = (False, False)
+        module.sides[key] = _guard_sides(module, test)
+    return module.sides[key]
+
+
+def _guard_sides(module: Module, test: ast.AST) -> tuple[bool, bool]:
+    if isinstance(test, ast.Constant):
+        return (False, True) if test.value else (True, False)  # never true: vacuously "only when found"
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = found_when_true(module, test.operand, depth + 1)
-        return None if inner is None else not inner
+        found, none = guard_sides(module, test.operand)
+        return none, found
     if isinstance(test, ast.BoolOp):
-        sides = {found_when_true(module, value, depth + 1) for value in test.values
-                 if looks_for_checkpoint(module, value)}
-        return sides.pop() if len(sides) == 1 else None
-    if isinstance(test, ast.Name) and isinstance(module.single(test.id), (ast.UnaryOp, ast.BoolOp, ast.Compare,
-                                                                           ast.Call)):
-        return found_when_true(module, module.single(test.id), depth + 1)  # first = not any(...): if first: ...
+        sides = [guard_sides(module, value) for value in test.values]
+        found, none = [side[0] for side in sides], [side[1] for side in sides]
+        return (any(found), all(none)) if isinstance(test.op, ast.And) else (all(found), any(none))
+    if isinstance(test, ast.NamedExpr):
+        return guard_sides(module, test.value)
+    if isinstance(test, ast.Name) and module.assigned.get(test.id):  # every value the name may hold must say so
+        sides = [guard_sides(module, value) for value in module.assigned[test.id]]
+        return all(side[0] for side in sides), all(side[1] for side in sides)
+    if not looks_for_checkpoint(module, test):
+        return False, False
     if isinstance(test, ast.Call) and project_function(module, test) is not None:
-        return helper_found_when_true(*project_function(module, test))
-    if isinstance(test, ast.Compare) and len(test.ops) == 1:
-        return compared_found(test.left, test.ops[0], test.comparators[0])
-    return True
+        found = helper_found_when_true(*project_function(module, test))
+    elif isinstance(test, ast.Compare) and len(test.ops) == 1:
+        found = compared_found(test.left, test.ops[0], test.comparators[0])
+    else:
+        found = True
+    return (True, True) if found is None else (found, not found)
+
+
+def found_when_true(module: Module, test: ast.AST) -> bool | None:
+    """True when a test that looks is true only when a checkpoint was found, False when it is true whenever none
+    was, else None."""
+    found, none = guard_sides(module, test)
+    return None if found == none else found
 
 
 FLIPPED = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
@@ -1699,35 +1755,25 @@ def handles_resume_error(handler: ast.ExceptHandler) -> bool:
 
 def checkpoint_guarded(module: Module, call: ast.Call) -> bool:
     """Whether a train(resume_from_checkpoint=True) runs only when a checkpoint is there: in the branch of an if (or
-    a conditional expression, a while) whose condition looks for one that runs when one is found, after an if that
-    looks and leaves when none is (return, raise, sys.exit), an assert that looks, or a call that puts a
-    checkpoint-N folder in place, or in a try that handles the error (ValueError), or in a function of its own that
-    is called only so. An unrelated check elsewhere in the file (os.path.exists of a data file) guards nothing."""
+    a conditional expression, a while) that runs only when one was found, after an if that leaves (return, raise,
+    sys.exit, parser.error) whenever none was, an assert that holds only when one was, a call that puts a
+    checkpoint-N folder in place, in a try that handles the error (ValueError), or in a function of its own that
+    is called only so; each enclosing level is read, the nearest guard that guards wins. An unrelated check
+    elsewhere in the file (os.path.exists of a data file) guards nothing."""
     node = call
     while id(node) in module.parent and not isinstance(node, ast.Module):
         parent = module.parent[id(node)]
-        if isinstance(parent, (ast.If, ast.IfExp, ast.While)) and node is not parent.test and \
-                looks_for_checkpoint(module, parent.test):
+        if isinstance(parent, (ast.If, ast.IfExp, ast.While)) and node is not parent.test:
             in_body = node is parent.body or (isinstance(parent.body, list) and node in parent.body)
-            found = found_when_true(module, parent.test)
-            return found is None or in_body == found
+            found, none = guard_sides(module, parent.test)
+            if found if in_body else none:  # the body runs only when found; the else only when not "none"
+                return True
         if isinstance(parent, TRY) and node in parent.body and any(map(handles_resume_error, parent.handlers)):
             return True
         for block in ("body", "orelse", "finalbody"):  # the statements before this one in its block
             statements = getattr(parent, block, None)
-            if isinstance(statements, list) and node in statements:
-                for before in statements[:statements.index(node)]:
-                    if isinstance(before, ast.Assert) and looks_for_checkpoint(module, before.test):
-                        return True
-                    if isinstance(before, ast.If) and looks_for_checkpoint(module, before.test) and (
-                            exits(before.orelse) if found_when_true(module, before.test) is True else
-                            exits(before.body) if found_when_true(module, before.test) is False else
-                            exits(before.body) or exits(before.orelse)):
-                        return True
-                    if id(before) not in module.puts:  # every resume call reads the statements above it
-                        module.puts[id(before)] = puts_checkpoint(before)
-                    if module.puts[id(before)]:
-                        return True
+            if isinstance(statements, list) and guarded_before(module, statements, node):
+                return True
         if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
             # def resume(t): t.train(resume_from_checkpoint=True), called only where a checkpoint was found; each
             # function read once (False while it is read: a function that calls itself guards nothing by that)
@@ -1744,6 +1790,31 @@ def checkpoint_guarded(module: Module, call: ast.Call) -> bool:
     return False
 
 
+def guarded_before(module: Module, statements: list[ast.stmt], node: ast.AST) -> bool:
+    """Whether a statement above ``node`` in its block guards it; each block is read once (every resume call reads
+    the statements above it)."""
+    key = id(statements)
+    if key not in module.block_guards:
+        index, prefix, seen = {}, [], False
+        for position, before in enumerate(statements):
+            index[id(before)] = position
+            prefix.append(seen)
+            seen = seen or statement_guards(module, before)
+        module.block_guards[key] = index, prefix
+    index, prefix = module.block_guards[key]
+    return id(node) in index and prefix[index[id(node)]]
+
+
+def statement_guards(module: Module, before: ast.stmt) -> bool:
+    """Whether a statement lets what follows run only when a checkpoint is there."""
+    if isinstance(before, ast.Assert):
+        return guard_sides(module, before.test)[0]
+    if isinstance(before, ast.If):  # leaves whenever none was found: on the body if the test says "none"
+        found, none = guard_sides(module, before.test)
+        return (none and exits(before.body)) or (found and exits(before.orelse))
+    return puts_checkpoint(before)
+
+
 def resume_findings(module: Module, training: list, launches: list[Launch]):
     resumes = []
     for call in module.calls:
@@ -1757,9 +1828,8 @@ def resume_findings(module: Module, training: list, launches: list[Launch]):
                     resumes.append((call, call.args[0]))
     for call, value in resumes:
         chosen = module.resolve(value)  # True if <a look at a data file or a flag> else None
-        when_true = isinstance(chosen, ast.IfExp) and any(  # True when no look, or when the look finds none
-            module.const(branch) is True and not (looks_for_checkpoint(module, chosen.test) and
-                                                  found_when_true(module, chosen.test) in (None, branch is chosen.body))
+        when_true = isinstance(chosen, ast.IfExp) and any(  # True where the test does not say a checkpoint is there
+            module.const(branch) is True and not guard_sides(module, chosen.test)[0 if branch is chosen.body else 1]
             for branch in (chosen.body, chosen.orelse))
         if (module.const(value) is True or when_true) and not checkpoint_guarded(module, call):
             yield "resume-true-unconditional", call.lineno, ""
@@ -2520,8 +2590,13 @@ def _check_all(sources: dict[str, str], skill: str, device: str) -> tuple[list[F
             findings.append(Finding("accelerate-cpu-processes", launch.path, launch.line, ""))
     for module in modules.values():  # before any rule reads a parsed flag (Module.launched_value)
         module.launched_with = [launch.args for launch in launches_of.get(id(module), [])]
-        module._const_names.clear()
-        module._mappings.clear()
+    for module in list(modules.values()):  # a config.py that parses the flags of the script that imports it
+        for part in module.project[1:]:
+            if not launches_of.get(id(part)):
+                part.launched_with = part.launched_with + module.launched_with
+    for part in {id(part): part for module in modules.values() for part in module.project}.values():
+        part._const_names.clear()
+        part._mappings.clear()
     for path, module in modules.items():
         runs = launches_of.get(id(module), [])
         launches = module.launches + [launch for launch in runs if launch.path != path]
