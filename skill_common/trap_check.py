@@ -1663,8 +1663,11 @@ def _guard_sides(module: Module, test: ast.AST) -> tuple[bool, bool]:
     if isinstance(test, ast.NamedExpr):
         return guard_sides(module, test.value)
     if isinstance(test, ast.Name) and module.assigned.get(test.id):  # every value the name may hold must say so
-        sides = [guard_sides(module, value) for value in module.assigned[test.id]]
-        return all(side[0] for side in sides), all(side[1] for side in sides)
+        values = scoped_values(module, test)
+        # a value assigned only where a checkpoint was found says "found" (resume = True under a look)
+        sides = [(found or checkpoint_guarded(module, value), none) for value in values
+                 for found, none in [guard_sides(module, value)]]
+        return bool(sides) and all(side[0] for side in sides), bool(sides) and all(side[1] for side in sides)
     if not looks_for_checkpoint(module, test):
         return False, False
     if isinstance(test, ast.Call) and project_function(module, test) is not None:
@@ -1674,6 +1677,24 @@ def _guard_sides(module: Module, test: ast.AST) -> tuple[bool, bool]:
     else:
         found = True
     return (True, True) if found is None else (found, not found)
+
+
+def scope_of(module: Module, node: ast.AST) -> ast.AST | None:
+    """The function (or lambda) a node is in; None at module level."""
+    while id(node) in module.parent:
+        node = module.parent[id(node)]
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return node
+    return None
+
+
+def scoped_values(module: Module, name: ast.Name) -> list[ast.AST]:
+    """The values assigned to a name in the scope it is read in, else at module level (a global): a `ckpt` of
+    another function is another variable."""
+    scope = scope_of(module, name)
+    values = module.assigned.get(name.id, [])
+    return [value for value in values if scope_of(module, value) is scope] or \
+        [value for value in values if scope_of(module, value) is None]
 
 
 def found_when_true(module: Module, test: ast.AST) -> bool | None:
@@ -1821,7 +1842,8 @@ def resume_findings(module: Module, training: list, launches: list[Launch]):
         when_true = isinstance(chosen, ast.IfExp) and any(  # True where the test does not say a checkpoint is there
             module.const(branch) is True and not guard_sides(module, chosen.test)[0 if branch is chosen.body else 1]
             for branch in (chosen.body, chosen.orelse))
-        if (module.const(value) is True or when_true) and not checkpoint_guarded(module, call):
+        if (module.const(value) is True or when_true) and not checkpoint_guarded(module, call) and \
+                not checkpoint_guarded(module, value):  # kwargs["resume_from_checkpoint"] = True under a look
             yield "resume-true-unconditional", call.lineno, ""
         last = lambda node: isinstance(node, ast.Call) and module.short(node) == "get_last_checkpoint"  # noqa: E731
         if module.mentions(value, last) and not any("trainer_state.json" in text for text in module.project_strings):

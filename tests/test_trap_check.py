@@ -1915,3 +1915,23 @@ def test_r9_parsed_flags_in_an_imported_config_and_python_m_launches(tmp_path):
     files = {"pkg/train.py": seqcls, "run.sh": "python -m pkg.train --gradient_accumulation_steps 4\n"}
     assert project_found(HF, tmp_path / "m", files) == {("seqcls-loss-scaling", "run.sh")}
     assert rules_found(HF, {"run.sh": "python -m pytest tests/ --gradient_accumulation_steps 4\n"}) == set()
+
+
+@pytest.mark.parametrize("guarded, unguarded", [
+    ("def evaluate_from(path):\n    ckpt = os.path.join(path, 'pytorch_model.bin')\n    print(ckpt)\n"
+     "def main():\n    ckpt = get_last_checkpoint('out') if os.path.isdir('out') else None\n"
+     f"    if ckpt:\n        {RESUME}\n    else:\n        trainer.train()\n",
+     "def main():\n    ckpt = os.path.join('out', 'pytorch_model.bin')\n"
+     f"    if ckpt:\n        {RESUME}\n    else:\n        trainer.train()\n"),
+    ("kwargs = {}\nif get_last_checkpoint('out') is not None:\n    kwargs['resume_from_checkpoint'] = True\n"
+     "trainer.train(**kwargs)\n",
+     "kwargs = {}\nif os.path.isdir('data'):\n    kwargs['resume_from_checkpoint'] = True\ntrainer.train(**kwargs)\n"),
+    ("resume = False\nif os.path.isdir('out'):\n    last = get_last_checkpoint('out')\n    if last is not None:\n"
+     f"        resume = True\nif resume:\n    {RESUME}\nelse:\n    trainer.train()\n",
+     f"resume = False\nif '--resume' in sys.argv:\n    resume = True\nif resume:\n    {RESUME}\n"),
+], ids=["a-name-of-another-function", "a-key-set-under-a-look", "a-flag-set-under-a-look"])
+def test_r9_values_are_read_in_their_scope_and_under_their_own_guards(guarded, unguarded):
+    """The fourth outside check this session: a `ckpt` of another function is another variable, and a value
+    (resume = True, kwargs["resume_from_checkpoint"] = True) set only where a checkpoint was found says "found"."""
+    assert rules_found(HF, {"t.py": RESUME_HEAD + guarded}) == set()
+    assert rules_found(HF, {"t.py": RESUME_HEAD + unguarded}) == {"resume-true-unconditional"}
