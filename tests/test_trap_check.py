@@ -1935,3 +1935,13 @@ def test_r9_values_are_read_in_their_scope_and_under_their_own_guards(guarded, u
     (resume = True, kwargs["resume_from_checkpoint"] = True) set only where a checkpoint was found says "found"."""
     assert rules_found(HF, {"t.py": RESUME_HEAD + guarded}) == set()
     assert rules_found(HF, {"t.py": RESUME_HEAD + unguarded}) == {"resume-true-unconditional"}
+
+
+def test_r9_a_logged_error_leaves_nothing_and_a_parser_error_leaves():
+    """`if last is None: parser.error(...)` exits (argparse exits 2); `logger.error(...)` returns and the resume
+    still runs on a first launch."""
+    leave = "last = get_last_checkpoint('out')\nif last is None:\n    {}.error('nothing to resume')\n" + RESUME + "\n"
+    parser = "p = argparse.ArgumentParser()\n"
+    assert rules_found(HF, {"t.py": RESUME_HEAD + parser + leave.format("p")}) == set()
+    logger = "import logging\nlogger = logging.getLogger(__name__)\n"
+    assert rules_found(HF, {"t.py": RESUME_HEAD + logger + leave.format("logger")}) == {"resume-true-unconditional"}

@@ -1622,13 +1622,18 @@ def output_folder(node: ast.AST) -> bool:
     return name is not None and bool(OUTPUT_WORDS.search(name))
 
 
-def exits(body: list[ast.stmt]) -> bool:
-    """Whether a block ends by leaving: return, raise, continue, break, sys.exit(...)."""
+def exits(module: Module, body: list[ast.stmt]) -> bool:
+    """Whether a block ends by leaving: return, raise, continue, break, sys.exit(...), an argparse parser's
+    error(...) (logger.error(...) leaves nothing), or an if whose branches both leave."""
     last = body[-1] if body else None
     if isinstance(last, ast.If):  # if a: sys.exit(1) else: sys.exit(2)
-        return exits(last.body) and exits(last.orelse)
-    return isinstance(last, EXITS) or (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and
-                                       called_name(last.value.func) in ("exit", "_exit", "quit", "abort", "error"))
+        return exits(module, last.body) and exits(module, last.orelse)
+    call = last.value if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) else None
+    parser = call is not None and called_name(call.func) == "error" and isinstance(call.func, ast.Attribute) and \
+        isinstance(module.resolve(call.func.value), ast.Call) and \
+        module.short(module.resolve(call.func.value)).endswith("ArgumentParser")
+    return isinstance(last, EXITS) or parser or (call is not None and called_name(call.func) in (
+        "exit", "_exit", "quit", "abort"))
 
 
 def called_name(node: ast.AST) -> str:
@@ -1805,7 +1810,7 @@ def checkpoint_guarded(module: Module, call: ast.Call) -> bool:
                 module.guarded_functions[parent.name] = bool(sites) and all(
                     checkpoint_guarded(module, site) for site in sites)
             return module.guarded_functions[parent.name]
-        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        if isinstance(parent, ast.Lambda):
             break
         node = parent
     return False
@@ -1832,7 +1837,7 @@ def statement_guards(module: Module, before: ast.stmt) -> bool:
         return guard_sides(module, before.test)[0]
     if isinstance(before, ast.If):  # leaves whenever none was found: on the body if the test says "none"
         found, none = guard_sides(module, before.test)
-        return (none and exits(before.body)) or (found and exits(before.orelse))
+        return (none and exits(module, before.body)) or (found and exits(module, before.orelse))
     return puts_checkpoint(before)
 
 
