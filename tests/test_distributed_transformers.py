@@ -11,7 +11,7 @@ import pytest
 
 from support.checks import assert_equal_check, same_value
 from support.docs import blocks
-from support.harness import DEVICES, GUARD_DIR, SKILLS_DIR, import_script
+from support.harness import DEVICES, GUARD_DIR, SKILLS_DIR, import_script, run_python
 from support.manifest import SKILLS
 from support.shared_runs import canonical_run, smoke_world_size
 
@@ -213,3 +213,54 @@ def test_accelerate_gets_a_port_below_the_ephemeral_range():
     assert 20000 <= port < first_ephemeral
     command = module.accelerate_command(2, "--multi_gpu")
     assert 20000 <= int(command[command.index("--main_process_port") + 1]) < first_ephemeral
+
+
+# ---------------------------------------------------------------- the teardown of a gloo group
+
+# Rounds of: a gloo group, an all_gather whose lists are dropped at once, then what the round's mode does before
+# destroy_process_group(). A round that does not end in 15 s dumps its stack and exits 1 (faulthandler).
+TEARDOWN = r"""
+import faulthandler, os, sys, time
+import torch, torch.distributed as dist
+
+rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world, False)  # torchrun's store
+for round, mode in enumerate(["sleep"] * 10 + [sys.argv[1]] * 190):
+    faulthandler.dump_traceback_later(15, exit=True)
+    dist.init_process_group("gloo", store=dist.PrefixStore(f"round{round}", store), rank=rank, world_size=world)
+    gathered = [torch.zeros(1000) for _ in range(world)]
+    dist.all_gather(gathered, torch.ones(1000))
+    del gathered  # the last references to the gathered tensors are now the gloo worker's
+    if mode == "sleep":
+        time.sleep(0.1)
+    elif mode == "barrier":
+        dist.barrier()
+    dist.destroy_process_group()
+    faulthandler.cancel_dump_traceback_later()
+    if rank == 0 and round in (9, 199):  # one rank prints: lines of two ranks can interleave
+        print(f"ENDED {round + 1} ROUNDS", flush=True)
+"""
+
+
+@pytest.mark.parametrize("mode", ["nothing", "barrier"])
+def test_gloo_teardown_hangs_on_torch_2_7_unless_it_sleeps_first(tmp_path, mode):
+    """What distributed-training.md says of the teardown: on torch 2.7 destroy_process_group() of a gloo group waits
+    for gloo's worker threads while holding the GIL, and a worker freeing the tensors of the last collective needs
+    it: a hang, even after a barrier (its work holds the collective's). A 0.1 s sleep first lets the worker finish;
+    torch 2.13 needs nothing."""
+    import torch
+
+    (tmp_path / "teardown.py").write_text(TEARDOWN)
+    launched = run_python(["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "teardown.py",
+                           mode], tmp_path, env={"OMP_NUM_THREADS": "1"}, timeout=180)
+    ended = [line for line in launched.stdout.splitlines() if line.startswith("ENDED ")]
+    assert launched.network_attempts == []
+    assert ended[:1] == ["ENDED 10 ROUNDS"], launched.stderr[-3000:]  # the 10 rounds that sleep first
+    if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 8):
+        destroy_line = TEARDOWN.splitlines().index("    dist.destroy_process_group()") + 1
+        assert launched.returncode != 0 and ended == ["ENDED 10 ROUNDS"], launched.stdout[-3000:]
+        # the stack faulthandler dumped: the main thread in destroy_process_group (its frame already left: the hang is
+        # in freeing the group)
+        assert f'teardown.py", line {destroy_line} in <module>' in launched.stderr, launched.stderr[-3000:]
+    else:
+        assert launched.returncode == 0 and ended == ["ENDED 10 ROUNDS", "ENDED 200 ROUNDS"], launched.stderr[-3000:]
