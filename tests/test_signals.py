@@ -295,6 +295,12 @@ def test_the_body_sees_the_signal_as_a_keyboard_interrupt(tmp_path):
     assert "finally: Interrupted, a KeyboardInterrupt: True" in run.stderr, run.stderr[-2000:]
 
 
+def test_a_closed_terminal_s_sighup_ends_the_run_like_sigterm(tmp_path):
+    """SIGHUP left the temporary output folder behind (the process died by the signal) before the contract held it."""
+    run = run_demo(tmp_path, "plain", Moment(signal.SIGHUP, False, "ready", 0.1))
+    assert "finally: Interrupted, a KeyboardInterrupt: True" in run.stderr, run.stderr[-2000:]
+
+
 def test_a_signal_during_an_import_is_raised_once_the_import_is_done(tmp_path):
     """An exception raised inside an import can abort the process (torch's C++ initialisation) or leave a module
     half imported, so the contract holds the signal until the next interrupt point after the import."""

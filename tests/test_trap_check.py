@@ -580,7 +580,7 @@ def test_13_an_aliased_causal_lm_class_is_a_causal_lm():
         from transformers import AutoModelForCausalLM as LM
         model = LM.from_pretrained("m")
         tokenizer.pad_token = tokenizer.eos_token
-        Trainer(model=model)
+        Trainer(model=model, data_collator=DataCollatorForLanguageModeling(tokenizer, mlm=False))
         """
     assert rules_found(HF, {"t.py": code}) == {"pad-token-eos"}
 
@@ -1945,3 +1945,111 @@ def test_r9_a_logged_error_leaves_nothing_and_a_parser_error_leaves():
     assert rules_found(HF, {"t.py": RESUME_HEAD + parser + leave.format("p")}) == set()
     logger = "import logging\nlogger = logging.getLogger(__name__)\n"
     assert rules_found(HF, {"t.py": RESUME_HEAD + logger + leave.format("logger")}) == {"resume-true-unconditional"}
+
+
+# ---------------------------------------------------------------- outside check of 69c7181 (fresh helper, 2026-12-04)
+
+SEQCLS_ACCUMULATING = ("from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments\n"
+                       "model = AutoModelForSequenceClassification.from_pretrained('m')\n"
+                       "args = TrainingArguments(output_dir='o', gradient_accumulation_steps=4)\n")
+
+
+@pytest.mark.parametrize("fix", [
+    "trainer = Trainer(model=model, args=args)\ntrainer.model_accepts_loss_kwargs = False\n",
+    "class MeanLossTrainer(Trainer):\n    loss_is_scaled_for_ga = False\ntrainer = MeanLossTrainer(model=model, args=args)\n",
+    "class MyTrainer(Trainer):\n    def __init__(self, *a, **k):\n        super().__init__(*a, **k)\n"
+    "        self.model_accepts_loss_kwargs = False\ntrainer = MyTrainer(model=model, args=args)\n",
+    "def loss_fn(outputs, labels, num_items_in_batch=None):\n"
+    "    loss = F.cross_entropy(outputs.logits, labels, reduction='sum')\n    return loss / num_items_in_batch\n"
+    "trainer = Trainer(model=model, args=args, compute_loss_func=loss_fn)\n",
+], ids=["trainer-attribute", "loss-is-scaled-for-ga", "subclass-init", "compute-loss-func"])
+def test_o1_the_trainer_side_fixes_of_the_loss_scaling_count(fix):
+    """The Trainer's own switches fix the accumulated loss as model.accepts_loss_kwargs = False does (the helper
+    measured the logged loss at 1.00x the true mean for each, 4.00x without a fix)."""
+    assert rules_found(HF, {"t.py": SEQCLS_ACCUMULATING + fix}) == set()
+    assert rules_found(HF, {"t.py": SEQCLS_ACCUMULATING + "trainer = Trainer(model=model, args=args)\n"}) == \
+        {"seqcls-loss-scaling"}
+
+
+def test_o1_what_fixes_accumulation_only_leaves_the_multi_process_loss():
+    """loss_is_scaled_for_ga = False divides by the accumulation steps, but compute_loss still multiplies the loss by
+    the process count while model_accepts_loss_kwargs holds; a compute_loss_func that never reads
+    num_items_in_batch returns an unscaled loss the Trainer takes as scaled."""
+    train = SEQCLS_ACCUMULATING.replace("gradient_accumulation_steps=4", "gradient_accumulation_steps=1")
+    subclass = "class T(Trainer):\n    loss_is_scaled_for_ga = False\nT(model=model, args=args)\n"
+    files = {"train.py": train + subclass, "run.sh": "torchrun --nproc_per_node 2 train.py\n"}
+    assert {finding.rule for finding in found(HF, files)} == {"seqcls-loss-scaling"}
+    mean = "def loss_fn(outputs, labels, **kwargs):\n    return F.cross_entropy(outputs.logits, labels)\n" \
+        "Trainer(model=model, args=args, compute_loss_func=loss_fn)\n"
+    assert rules_found(HF, {"t.py": SEQCLS_ACCUMULATING + mean}) == {"seqcls-loss-scaling"}
+
+
+@pytest.mark.parametrize("collator, trap", [
+    ("DataCollatorForLanguageModeling(tok, mlm=False)", True),
+    ("lambda rows: {**(b := tok.pad(rows, return_tensors='pt')), "
+     "'labels': b['input_ids'].masked_fill(b['input_ids'] == tok.pad_token_id, -100)}", True),
+    ("lambda rows: {**(b := tok.pad(rows, return_tensors='pt')), "
+     "'labels': b['input_ids'].masked_fill(b['attention_mask'] == 0, -100)}", False),
+    ("DataCollatorWithFlattening()", False),
+], ids=["lm-collator", "masked-by-pad-id", "masked-by-attention-mask", "flattening"])
+def test_o2_pad_eos_is_a_trap_only_where_labels_are_masked_by_the_pad_id(collator, trap):
+    """Only what masks labels equal to the pad id drops the EOS labels (the helper's run: a collator masking by
+    attention_mask and DataCollatorWithFlattening keep id 1 = </s> as a label; the LM collator turns it to -100)."""
+    code = ("from transformers import AutoModelForCausalLM, AutoTokenizer, DataCollatorForLanguageModeling, "
+            "DataCollatorWithFlattening, Trainer\ntok = AutoTokenizer.from_pretrained('m')\n"
+            "tok.pad_token = tok.eos_token\nif tok.pad_token_id is None:\n    raise SystemExit('no pad')\n"
+            f"model = AutoModelForCausalLM.from_pretrained('m')\nTrainer(model=model, args=a, data_collator={collator})\n")
+    assert rules_found(HF, {"t.py": code}) == ({"pad-token-eos"} if trap else set())
+
+
+def test_o2_a_classifier_with_eos_as_pad_is_no_trap_beside_a_causal_lm():
+    code = ("from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification, "
+            "DataCollatorWithPadding, Trainer\ntok.pad_token = tok.eos_token\n"
+            "model = AutoModelForSequenceClassification.from_pretrained('m', num_labels=2)\n"
+            "Trainer(model=model, args=a, data_collator=DataCollatorWithPadding(tok))\n"
+            "generator = AutoModelForCausalLM.from_pretrained('g')\n")
+    assert rules_found(HF, {"t.py": code}) == set()
+
+
+@pytest.mark.parametrize("keys, changed_head", [
+    ('["state/rank_zero_seed", "rng"]', False),  # Composer's own example: resume with fresh randomness
+    ('["state/optimizers"]', False),
+    ('["state/model/classifier*"]', True),
+    ('["state/*"]', True),
+    ("IGNORED", True),  # not known here: may drop model weights
+], ids=["rng-and-seed", "optimizers", "model-keys", "wildcard-state", "unknown"])
+def test_o3_only_ignore_keys_that_may_drop_model_weights_mean_a_changed_head(keys, changed_head):
+    code = ("from composer import Trainer\n"
+            f"Trainer(model=m, optimizers=o, max_duration='6ba', load_path='ckpt.pt', load_ignore_keys={keys})\n")
+    assert rules_found(CP, {"t.py": code}) == ({"changed-head-load"} if changed_head else set())
+
+
+def test_o4_composer_without_n_is_the_launch_on_a_gpu_machine():
+    """The launcher defaults -n to the visible GPUs: only on CPU does a missing -n mean one process."""
+    assert {finding.rule for finding in found(CP, {"run.sh": "composer train.py\n"}, device="gpu")} == set()
+    assert rules_found(CP, {"run.sh": "composer train.py\n"}) == {"launch-default-processes"}
+
+
+def test_o7_removed_arguments_in_a_dict_a_function_returns():
+    for body in ('    return {"output_dir": "o", "evaluation_strategy": "steps"}\n',
+                 '    cfg = {"output_dir": "o", "evaluation_strategy": "steps"}\n    return cfg\n'):
+        code = f"from transformers import TrainingArguments\ndef config():\n{body}TrainingArguments(**config())\n"
+        assert rules_found(HF, {"t.py": code}) == {"removed-evaluation_strategy"}, body
+
+
+def test_o9_amp_precision_given_as_the_enum():
+    code = ("from composer import Trainer\nfrom composer.core import Precision\n"
+            "Trainer(model=m, optimizers=o, max_duration='2ep', device='cpu', precision=Precision.{})\n")
+    assert rules_found(CP, {"t.py": code.format("AMP_BF16")}) == {"gpu-only-setting-on-cpu"}
+    assert rules_found(CP, {"t.py": code.format("FP32")}) == set()
+
+
+def test_o6_no_writable_temporary_folder_is_a_usage_error(tmp_path):
+    """It was exit 1 ("traps found") with an unexpected FileNotFoundError."""
+    launcher = ("import os, runpy, sys, tempfile\ntempfile.tempdir = sys.argv[1]\nsys.argv = sys.argv[2:]\n"
+                "sys.path.insert(0, os.path.dirname(sys.argv[0]))\nrunpy.run_path(sys.argv[0], run_name='__main__')\n")
+    (tmp_path / "launch.py").write_text(launcher)
+    (tmp_path / "t.py").write_text("print('no trap')\n")
+    result = run_python([str(tmp_path / "launch.py"), str(tmp_path / "missing"), str(CHECKERS[HF]),
+                         str(tmp_path / "t.py")], tmp_path)
+    assert_one_line_error(result, 2, "cannot make a temporary output folder")

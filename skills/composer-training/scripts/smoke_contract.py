@@ -7,7 +7,7 @@ bundle root (run ``make sync`` after editing the root copy).
 The contract (``references/smoke-script-contract.md`` explains it for users):
   flags      --device {auto,cpu,gpu}  --seed N  --output-dir DIR  --keep  --json
   exit codes 0 all checks passed, 1 a check failed, 2 usage error, 3 missing dependency, 4 device not there,
-             130 / 143 interrupted by SIGINT / SIGTERM
+             129 / 130 / 143 interrupted by SIGHUP / SIGINT / SIGTERM
   --json     one object on stdout: script, ok, device, versions, checks [{name, ok, detail, actual, expected}],
              seconds
   checks     detail is the check's line for people (the log line's text). actual is the value the check looked at and
@@ -22,9 +22,9 @@ The contract (``references/smoke-script-contract.md`` explains it for users):
              unless --output-dir or --keep is given; Hub, dataset and compiler caches are pointed into it and
              the Hugging Face libraries are put in offline mode before they are imported; distributed variables
              inherited from a launcher or a cluster job (RANK, MASTER_ADDR...) are cleared, with one log line
-  signals    SIGINT and SIGTERM raise ``Interrupted`` (a KeyboardInterrupt) in the main thread while the body runs,
+  signals    SIGINT, SIGTERM and SIGHUP raise ``Interrupted`` (a KeyboardInterrupt) in the main thread while the body runs,
              so its ``finally`` blocks run; then the error line, the JSON summary, the temporary directory removed,
-             exit 128 + the signal (130, 143). It is raised once, so later signals do not cut the body's clean-up
+             exit 128 + the signal (130, 143, 129). It is raised once, so later signals do not cut the body's clean-up
              short, and once a signal came the run ends as interrupted whatever the body did next. A signal during
              an import is raised when the import is done (at the next require(), check or step): an exception inside
              torch's import can abort the process. One before the body stops it as it starts; one after it (while
@@ -61,7 +61,7 @@ EXIT_USAGE = 2
 EXIT_MISSING_DEPENDENCY = 3
 EXIT_NO_DEVICE = 4
 EXIT_INTERRUPTED = 128  # plus the signal number, as a shell reports it: 130 for SIGINT (Ctrl-C), 143 for SIGTERM
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # SIGHUP: the terminal closed
 
 EXIT_CODES_HELP = """exit codes:
   0  all checks passed
@@ -69,7 +69,8 @@ EXIT_CODES_HELP = """exit codes:
   2  usage error (bad argument, output dir not usable or not empty, missing or damaged input file)
   3  a dependency is missing (the message gives the pip line that fixes it)
   4  the requested device is not there (--device gpu without CUDA)
-  130, 143  interrupted by SIGINT (Ctrl-C) or SIGTERM; the temporary output directory is removed"""
+  129, 130, 143  interrupted by SIGHUP (a closed terminal), SIGINT (Ctrl-C) or SIGTERM; the temporary output
+            directory is removed"""
 
 # Variables set before any Hugging Face or torch import so nothing is fetched and nothing is cached outside
 # the output directory. Values are relative to the output directory's ".cache" folder, or literal strings.
@@ -116,7 +117,7 @@ class SmokeError(Exception):
 
 
 class Interrupted(KeyboardInterrupt):
-    """SIGINT or SIGTERM arrived while the body ran. Raised in the main thread, so the body's ``finally`` blocks
+    """SIGINT, SIGTERM or SIGHUP arrived while the body ran. Raised in the main thread, so the body's ``finally`` blocks
     run; run_main reports it and exits with ``exit_code``."""
 
     def __init__(self, signum: int):
@@ -126,14 +127,14 @@ class Interrupted(KeyboardInterrupt):
 
 
 class _SignalGate:
-    """SIGINT and SIGTERM for the length of run_main (see the module docstring)."""
+    """SIGINT, SIGTERM and SIGHUP for the length of run_main (see the module docstring)."""
 
     active: _SignalGate | None = None  # the gate of the run_main in progress, for require() and SmokeRun
 
     def __init__(self):
         self.pid = os.getpid()
         self.in_body = False
-        self.signum: int | None = None  # the first SIGINT or SIGTERM of the run
+        self.signum: int | None = None  # the first stop signal of the run
         self.raised = False  # Interrupted was raised for it: once, so the body's clean-up is not cut short
         self.previous: dict[int, object] = {}
 
@@ -345,7 +346,11 @@ class SmokeRun:
             if not braced_tmpdir_ok:
                 _refuse_braces(Path(tempfile.gettempdir()).resolve(), "the temporary folder",
                                "set TMPDIR to a folder without braces or give --output-dir")
-            return Path(tempfile.mkdtemp(prefix="smoke-")).resolve()
+            try:
+                return Path(tempfile.mkdtemp(prefix="smoke-")).resolve()
+            except OSError as exc:  # no writable TMPDIR, /tmp or /var/tmp
+                raise SmokeError(f"cannot make a temporary output folder ({exc.strerror or exc}); set TMPDIR to a "
+                                 "writable folder or give --output-dir", EXIT_USAGE) from None
         for path in [requested, *requested.parents]:  # mkdir would only say "File exists"
             if path.is_symlink() and not path.exists():
                 raise SmokeError(f"--output-dir {str(requested)!r}: {str(path)!r} is a dangling symbolic link (to "
@@ -462,8 +467,8 @@ def run_main(script: str, parser: argparse.ArgumentParser, body, distributions: 
     unless ``braced_tmpdir_ok``: for scripts that run no Composer; ``--output-dir`` with braces is always refused.
 
     ``validate(args)`` runs before anything is imported or written and may raise SmokeError (usage errors).
-    ``body(run)`` records checks with ``run.check``; a failed check gives exit code 1. SIGINT and SIGTERM reach
-    the body as ``Interrupted`` (exit 130 / 143); the temporary output directory is removed in every case.
+    ``body(run)`` records checks with ``run.check``; a failed check gives exit code 1. SIGINT, SIGTERM and SIGHUP
+    reach the body as ``Interrupted`` (exit 130 / 143 / 129); the temporary output directory is removed in every case.
     """
     argv = sys.argv[1:] if argv is None else argv
     json_requested = "--json" in argv  # the parser takes no abbreviation, so this is the only spelling

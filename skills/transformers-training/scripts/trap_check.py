@@ -107,8 +107,8 @@ RULES = [
          "process logs a loss (and gets gradients and grad_norm) N times too large (huggingface/transformers#47688).",
          "model.accepts_loss_kwargs = False before building the Trainer",
          "references/distributed-training.md#the-loss-trap-sequence-classification-under-ddp-and-gradient-accumulation"),
-    Rule("pad-token-eos", TF, "pad_token = eos_token for a causal LM: the collator sets every real EOS label to -100, "
-         "so the model never learns to stop.",
+    Rule("pad-token-eos", TF, "pad_token = eos_token for a causal LM: DataCollatorForLanguageModeling (or labels masked "
+         "where they equal the pad id) sets every real EOS label to -100, so the model never learns to stop.",
          'tokenizer.add_special_tokens({"pad_token": "[PAD]"}) and model.resize_token_embeddings(len(tokenizer))',
          TABLE),
     Rule("evaluate-hub-load", TF, "evaluate.load(<Hub name>) fetches the metric module from the Hub: offline it fails, "
@@ -570,14 +570,14 @@ class Module:
                                     and node.arg in PROSE_KEYWORDS}  # argparse help=, epilog=: text, never run
         self.strings = {node.value for node in self.nodes if isinstance(node, ast.Constant)
                         and isinstance(node.value, str) and id(node) not in docstrings}
-        if read_launches:  # a project module found next to a given one is read only for what it defines
-            self._read_launch_strings()
-        self.found_nearby = not read_launches  # not given: found next to a given module that imports it
         self.project: list[Module] = [self]  # this module and the project modules it imports (Project.link)
         self.imported: list[tuple[int, Module]] = []  # (line of the import, a project module it imports)
         self._project_names: set[str] | None = None
         self._project_bases: dict[str, list[str]] | None = None
         self._project_classes: set[str] | None = None
+        if read_launches:  # a project module found next to a given one is read only for what it defines
+            self._read_launch_strings()
+        self.found_nearby = not read_launches  # not given: found next to a given module that imports it
 
     @property
     def stores(self) -> Counter:
@@ -688,8 +688,8 @@ class Module:
                 isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):  # CFG["max_duration"]
             found, _ = self.mapping(node.value, node.lineno)
             return self.const(found[node.slice.value][0], depth + 1) if node.slice.value in found else UNKNOWN
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id.endswith("Strategy"):
-            return node.attr.lower()  # IntervalStrategy.STEPS, SaveStrategy.BEST
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id.endswith(("Strategy", "Precision")):
+            return node.attr.lower()  # IntervalStrategy.STEPS, SaveStrategy.BEST, Precision.AMP_BF16
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
                 isinstance(self.single(node.value.id), ast.Call):
             return self.field_default(self.single(node.value.id), node.value.id, node.attr, depth)
@@ -902,6 +902,10 @@ class Module:
             other, there = self.imported_name(node)
             inner, complete = other.mapping(ast.Name(there), 10 ** 9, depth + 1)
             found = {key: (value, before) for key, (value, _) in inner.items()}  # named at the use here
+        elif isinstance(node, ast.Call) and self.short(node) != "dict" and len(self.returned(node) or []) == 1:
+            part, value = self.returned(node)[0]  # TrainingArguments(**config()): the dict config() returns
+            inner, complete = part.mapping(value, 10 ** 9, depth + 1)
+            found = inner if part is self else {key: (value, before) for key, (value, _) in inner.items()}
         elif isinstance(node, ast.Call) and self.short(node) == "dict" and len(node.args) <= 1:
             for argument in node.args:  # dict(base, x=1)
                 inner, complete = self.mapping(argument, before, depth + 1)
@@ -1353,25 +1357,33 @@ def sequence_classification_findings(module: Module, training: list, launches: l
     models = [node for part in module.project for node in part.sequence_classifiers()]  # here or in model.py
     if not models:
         return
-    fixed = any(any(isinstance(node, ast.Assign) and part.const(node.value) is False and any(
-        isinstance(target, ast.Attribute) and target.attr == "accepts_loss_kwargs" for target in node.targets)
+    # model.accepts_loss_kwargs = False (or the Trainer's model_accepts_loss_kwargs) fixes accumulation and
+    # processes; loss_is_scaled_for_ga = False only accumulation (the loss is still x world size under DDP)
+    fixes = {name: any(any(isinstance(node, ast.Assign) and part.const(node.value) is False and any(
+        isinstance(target, ast.Attribute) and target.attr in names for target in node.targets)
         for node in part.nodes) or any(  # class Classifier(BertForSequenceClassification): accepts_loss_kwargs = False
         isinstance(statement, (ast.Assign, ast.AnnAssign)) and part.const(statement.value) is False and any(
-            isinstance(target, ast.Name) and target.id == "accepts_loss_kwargs"
+            isinstance(target, ast.Name) and target.id in names
             for target in getattr(statement, "targets", [getattr(statement, "target", None)]))
         for definitions in part.classes.values() for definition in definitions for statement in definition.body) or any(
-        part.short(call) == "setattr" and len(call.args) == 3 and part.const(call.args[1]) == "accepts_loss_kwargs"
+        part.short(call) == "setattr" and len(call.args) == 3 and part.const(call.args[1]) in names
         for call in part.calls) for part in module.project  # here or in a project module it imports
-        if "accepts_loss_kwargs" in part.names | part.strings)
-    if fixed:
+        if names & (part.names | part.strings))
+        for name, names in (("all", {"accepts_loss_kwargs", "model_accepts_loss_kwargs"}),
+                            ("accumulation", {"loss_is_scaled_for_ga"}))}
+    # compute_loss_func= that divides by num_items_in_batch: the Trainer counts its loss as already scaled
+    fixes["all"] = fixes["all"] or ("num_items_in_batch" in module.project_names and any(
+        "compute_loss_func" in part.strings or any(keyword.arg == "compute_loss_func" for call in part.calls
+                                                    for keyword in call.keywords) for part in module.project))
+    if fixes["all"]:
         return
-    for call, kw, _ in training:
+    for call, kw, _ in training if not fixes["accumulation"] else []:
         steps = module.const(kw.get("gradient_accumulation_steps", (None,))[0])
         if isinstance(steps, int) and steps > 1:
             yield "seqcls-loss-scaling", kw["gradient_accumulation_steps"][1], f"gradient_accumulation_steps={steps}"
     for launch in launches:
         steps = launch.flag("gradient_accumulation_steps")
-        if (launch.processes or 1) > 1 or (count(steps) or 1) > 1:
+        if (launch.processes or 1) > 1 or (not fixes["accumulation"] and (count(steps) or 1) > 1):
             yield "seqcls-loss-scaling", launch, f"launched with {launch.processes} processes" \
                 if (launch.processes or 1) > 1 else f"--gradient_accumulation_steps {steps}"
 
@@ -1434,11 +1446,13 @@ def causal_lm_findings(module: Module):
     """pad_token = eos_token here or in a project module this one imports (the tokenizer set up in data.py for the
     causal LM trained here), and math.exp(eval_loss) here."""
     names = module.project_names
-    trains = any(name.endswith(("Trainer", "Collator", "TrainingArguments")) or name in ("backward", "fit")
-                 for name in names)  # generation alone computes no loss on pads
-    collators = {name for name in names if name.startswith("DataCollator") or name.endswith("Collator")}
-    if collators == {"DataCollatorForSeq2Seq"}:  # it pads the labels with label_pad_token_id (-100): EOS stays
-        trains = False
+    # what masks every EOS label when pad is EOS: the LM collator, or labels masked by the pad id by hand
+    # (labels[labels == tokenizer.pad_token_id] = -100); a collator masking by attention_mask, the seq2seq
+    # collator (it pads labels with -100) or generation alone keep them
+    masks_by_pad_id = any(isinstance(node, ast.Compare) and isinstance(node.ops[0], (ast.Eq, ast.NotEq)) and any(
+        isinstance(side, ast.Attribute) and side.attr == "pad_token_id" for side in [node.left, *node.comparators])
+        for part in module.project for node in part.nodes)  # not `pad_token_id is None`
+    trains = "DataCollatorForLanguageModeling" in names or masks_by_pad_id
     for part in module.project if trains else []:
         for line in pad_eos_lines(part):
             yield "pad-token-eos", at(module, part, line), ""
@@ -2242,11 +2256,25 @@ def sys_path_entries(module: Module) -> list[tuple[Path | None, bool]]:
     return entries
 
 
+def ignores_model_keys(module: Module, ignore_keys) -> bool:
+    """Whether load_ignore_keys may drop model weights (a changed head): any key unless each is a known list entry
+    that names rng or a state entry other than the model (["rng", "state/rank_zero_seed"] resumes a run whole,
+    Composer's own example of it)."""
+    if ignore_keys is None:
+        return False
+    listed = module.resolve(ignore_keys[0])
+    keys = [module.const(key) for key in listed.elts] if isinstance(listed, (ast.List, ast.Tuple)) else None
+    if keys is None or not all(isinstance(key, str) for key in keys):
+        return True
+    return not all(key.split("/")[0] == "rng" or (key.startswith("state/") and not any(
+        mark in key.split("/")[1] for mark in "*?[") and key.split("/")[1] != "model") for key in keys)
+
+
 def composer_findings(module: Module, launches: list[Launch], device: str, several_jobs: str = ""):
     trainers = [call for call in module.calls_named("Trainer")
                 if not module.qualname(call.func).startswith("transformers")]
     for launch in launches:
-        if launch.launcher == "composer" and launch.option("-n", "--nproc") is None and \
+        if device == "cpu" and launch.launcher == "composer" and launch.option("-n", "--nproc") is None and \
                 not any(option.startswith("$") for option in launch.options):
             # "$@" or $EXTRA among the launcher's options may carry -n; after the script they go to the script
             yield "launch-default-processes", launch, ""
@@ -2264,8 +2292,8 @@ def composer_findings(module: Module, launches: list[Launch], device: str, sever
         yield from duration_findings(module, kw, "max_duration", train)
         head = {"load_ignore_keys" in kw, value("load_strict_model_weights") is False,
                 value("load_weights_only") is True}
-        if "load_path" in kw and ("load_ignore_keys" in kw or value("load_strict_model_weights") is False) and \
-                head != {True}:
+        if "load_path" in kw and (ignores_model_keys(module, kw.get("load_ignore_keys")) or
+                                  value("load_strict_model_weights") is False) and head != {True}:
             yield "changed-head-load", kw["load_path"][1], ""
         if value("autoresume") is True:
             run_name = value("run_name")
@@ -2645,7 +2673,7 @@ def _check_all(sources: dict[str, str], skill: str, device: str) -> tuple[list[F
             findings.append(Finding(rule, where_path, line, note))
     for launch in unattached:
         try:
-            findings += unattached_launch_findings(launch, skill)
+            findings += unattached_launch_findings(launch, skill, device)
         except Exception as exc:  # noqa: BLE001 - a defect of this checker: name the file, check the others
             broken[launch.path] = checker_defect(launch.path, exc)
     unique = {(f.rule, f.path, f.line): f for f in findings}
@@ -2657,10 +2685,10 @@ def checker_defect(path: str, exc: Exception) -> str:
         "defect of the checker, not of the file: the other files are still checked)"
 
 
-def unattached_launch_findings(launch: Launch, skill: str) -> list[Finding]:
+def unattached_launch_findings(launch: Launch, skill: str, device: str) -> list[Finding]:
     """A shell launch of a file not given here: the flags on its own line are still checked."""
     empty = Module(launch.path, ast.parse(""))
-    found = transformers_findings(empty, [launch]) if skill == TF else composer_findings(empty, [launch], "cpu")
+    found = transformers_findings(empty, [launch]) if skill == TF else composer_findings(empty, [launch], device)
     return [Finding(rule, launch.path, launch.line, note) for rule, _where, note in found]
 
 
