@@ -567,6 +567,29 @@ def test_accepts_loss_kwargs_is_read_at_init_and_divides_once(tmp_path):
     assert logged_loss(flag_before=False, scaled_for_ga=True)[1] == pytest.approx(shipped[1], rel=1e-5)
 
 
+
+def test_a_compute_loss_func_is_taken_as_scaled_so_a_mean_is_accumulation_times_too_large(tmp_path):
+    """task-recipes.md's weighted_loss comment: a per-batch mean is right with one process and no accumulation only;
+    the Trainer never divides a compute_loss_func's loss by the accumulation steps."""
+    import torch
+    from transformers import Trainer, set_seed
+
+    def mean(outputs, labels, num_items_in_batch=None):
+        return torch.nn.functional.cross_entropy(outputs.logits, labels)
+
+    def summed(outputs, labels, num_items_in_batch=None):
+        return torch.nn.functional.cross_entropy(outputs.logits, labels, reduction="sum") / num_items_in_batch
+
+    def logged(loss_func, steps):
+        set_seed(0)
+        args = arguments(tmp_path, max_steps=1, gradient_accumulation_steps=steps, learning_rate=0.0, logging_steps=1)
+        trainer = Trainer(model=tiny_classifier(), args=args, train_dataset=rows(), compute_loss_func=loss_func)
+        trainer.train()
+        return trainer.state.log_history[0]["loss"]
+
+    assert logged(mean, 2) / logged(summed, 2) == pytest.approx(2, rel=1e-5)
+    assert logged(mean, 1) == pytest.approx(logged(summed, 1), rel=1e-5)
+
 # ---- Q10, Q11, Q12, Q16: saving, the final checkpoint, resuming a finished run, the optimizer ------------------------
 
 def test_save_model_saves_whatever_trainer_model_is(tmp_path):

@@ -2053,3 +2053,55 @@ def test_o6_no_writable_temporary_folder_is_a_usage_error(tmp_path):
     result = run_python([str(tmp_path / "launch.py"), str(tmp_path / "missing"), str(CHECKERS[HF]),
                          str(tmp_path / "t.py")], tmp_path)
     assert_one_line_error(result, 2, "cannot make a temporary output folder")
+
+
+# ---------------------------------------------------------------- outside re-check of the fixes above (fresh helper)
+
+@pytest.mark.parametrize("no_fix", [
+    "class T(Trainer):\n    model_accepts_loss_kwargs = False\ntrainer = T(model=model, args=args)\n",
+    "class T(Trainer):\n    def __init__(self, *a, **k):\n        self.model_accepts_loss_kwargs = False\n"
+    "        super().__init__(*a, **k)\ntrainer = T(model=model, args=args)\n",
+    "class T(Trainer):\n    accepts_loss_kwargs = False\ntrainer = T(model=model, args=args)\n",
+    "def loss_fn(outputs, labels, num_items_in_batch=None):\n    if num_items_in_batch is not None:\n        pass\n"
+    "    return F.cross_entropy(outputs.logits, labels)\ntrainer = Trainer(model=model, args=args, compute_loss_func=loss_fn)\n",
+], ids=["trainer-class-attribute", "set-before-super-init", "model-flag-on-the-trainer", "count-only-mentioned"])
+def test_r_o1_switches_the_trainer_overwrites_or_never_reads_fix_nothing(no_fix):
+    """Trainer.__init__ sets model_accepts_loss_kwargs from the model (a class attribute or a value set before
+    super().__init__ is overwritten), reads accepts_loss_kwargs from the model only, and takes any compute_loss_func's
+    loss as scaled (test_agent_questions_transformers: a mean logs 2x under accumulation 2)."""
+    assert rules_found(HF, {"t.py": SEQCLS_ACCUMULATING + no_fix}) == {"seqcls-loss-scaling"}
+
+
+@pytest.mark.parametrize("code, trap", [
+    ("pad_id = tok.pad_token_id\nlabels[labels == pad_id] = -100\n", True),
+    ("labels = labels.masked_fill(labels.eq(tok.pad_token_id), -100)\n", True),
+    ("loss_fct = torch.nn.CrossEntropyLoss(ignore_index=tok.pad_token_id)\n", True),
+    ("labels = [[-100 if t == tok.pad_token_id else t for t in row] for row in ids]\n", True),
+    ("if model.config.pad_token_id != tok.pad_token_id:\n    model.config.pad_token_id = tok.pad_token_id\n", False),
+    ("lengths = (generated != tok.pad_token_id).sum(-1)\n", False),
+], ids=["pad-id-in-a-name", "eq-method", "ignore-index", "comprehension", "config-guard", "counting-tokens"])
+def test_r_o2_labels_masked_by_the_pad_id_in_other_spellings(code, trap):
+    head = ("from transformers import AutoModelForCausalLM, DataCollatorWithFlattening, Trainer\n"
+            "tok.pad_token = tok.eos_token\nmodel = AutoModelForCausalLM.from_pretrained('m')\n")
+    tail = "Trainer(model=model, args=a, data_collator=DataCollatorWithFlattening())\n"
+    assert rules_found(HF, {"t.py": head + code + tail}) == ({"pad-token-eos"} if trap else set())
+
+
+@pytest.mark.parametrize("body, expected", [
+    ('    cfg = {"output_dir": "o", "evaluation_strategy": "steps"}\n'
+     '    cfg["eval_strategy"] = cfg.pop("evaluation_strategy")\n    return cfg\n', set()),
+    ('    cfg = {"output_dir": "o", "evaluation_strategy": "steps"}\n    del cfg["evaluation_strategy"]\n'
+     '    return cfg\n', set()),
+    ('    cfg = {"output_dir": "o"}\n    cfg["no_cuda"] = True\n    return cfg\n', {"removed-no_cuda"}),
+], ids=["popped", "deleted", "set"])
+def test_r_o7_a_returned_dict_is_read_with_the_edits_before_its_return(body, expected):
+    code = f"from transformers import TrainingArguments\ndef config():\n{body}TrainingArguments(**config())\n"
+    assert rules_found(HF, {"t.py": code}) == expected
+
+
+@pytest.mark.parametrize("precision", ["composer.core.Precision.AMP_BF16", "Prec.AMP_BF16", 'Precision("amp_bf16")'])
+def test_r_o9_amp_precision_in_other_spellings(precision):
+    code = ("import composer.core\nfrom composer import Trainer\nfrom composer.core import Precision\n"
+            "from composer.core.precision import Precision as Prec\n"
+            f"Trainer(model=m, optimizers=o, max_duration='2ep', device='cpu', precision={precision})\n")
+    assert rules_found(CP, {"t.py": code}) == {"gpu-only-setting-on-cpu"}

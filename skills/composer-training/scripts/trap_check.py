@@ -686,8 +686,10 @@ class Module:
                 isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):  # CFG["max_duration"]
             found, _ = self.mapping(node.value, node.lineno)
             return self.const(found[node.slice.value][0], depth + 1) if node.slice.value in found else UNKNOWN
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id.endswith(("Strategy", "Precision")):
-            return node.attr.lower()  # IntervalStrategy.STEPS, SaveStrategy.BEST, Precision.AMP_BF16
+        if isinstance(node, ast.Attribute) and self.qualname(node.value).endswith(("Strategy", "Precision")):
+            return node.attr.lower()  # IntervalStrategy.STEPS, SaveStrategy.BEST, composer.core.Precision.AMP_BF16
+        if isinstance(node, ast.Call) and self.qualname(node.func).endswith("Precision") and len(node.args) == 1:
+            return self.const(node.args[0], depth + 1)  # Precision("amp_bf16")
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
                 isinstance(self.single(node.value.id), ast.Call):
             return self.field_default(self.single(node.value.id), node.value.id, node.attr, depth)
@@ -850,6 +852,24 @@ class Module:
                 values.append((part, part.resolve(value)))
         return values or None
 
+    def returned_dict(self, call: ast.Call) -> "tuple[Module, ast.AST, int] | None":
+        """(module, expression, line) of the one return statement of the project function ``call`` calls: the
+        mapping it returns is read as of that line (a key popped or set in the function before it counts)."""
+        found = self.callee(call)
+        if found is None:
+            return None
+        part, definition = found
+        statements = list(own_nodes(definition))
+        returns = [node for node in statements if isinstance(node, ast.Return) and node.value is not None]
+        if len(returns) != 1:
+            return None
+        value = returns[0].value
+        if isinstance(value, ast.Name) and part.single(value.id) is None:  # a name other functions assign too
+            local = [node.value for node in statements if isinstance(node, ast.Assign) and any(
+                isinstance(target, ast.Name) and target.id == value.id for target in node.targets)]
+            value = local[0] if len(local) == 1 else value  # its own assignment, without the edits after it
+        return part, value, returns[0].lineno
+
     def resolve(self, node: ast.AST | None, depth: int = 0) -> ast.AST | None:
         """A name followed to the one expression assigned to it."""
         while isinstance(node, ast.Name) and depth < 8 and self.single(node.id) is not None:
@@ -900,9 +920,9 @@ class Module:
             other, there = self.imported_name(node)
             inner, complete = other.mapping(ast.Name(there), 10 ** 9, depth + 1)
             found = {key: (value, before) for key, (value, _) in inner.items()}  # named at the use here
-        elif isinstance(node, ast.Call) and self.short(node) != "dict" and len(self.returned(node) or []) == 1:
-            part, value = self.returned(node)[0]  # TrainingArguments(**config()): the dict config() returns
-            inner, complete = part.mapping(value, 10 ** 9, depth + 1)
+        elif isinstance(node, ast.Call) and self.short(node) != "dict" and self.returned_dict(node) is not None:
+            part, value, line = self.returned_dict(node)  # TrainingArguments(**config()): the dict config() returns
+            inner, complete = part.mapping(value, line, depth + 1)  # with the edits of it above the return
             found = inner if part is self else {key: (value, before) for key, (value, _) in inner.items()}
         elif isinstance(node, ast.Call) and self.short(node) == "dict" and len(node.args) <= 1:
             for argument in node.args:  # dict(base, x=1)
@@ -1351,37 +1371,73 @@ def best_model_findings(module: Module, call: ast.Call, kw: dict, complete: bool
             yield "best-unsaved-eval", line, f"save_steps={save_steps}, eval_steps={eval_steps}"
 
 
+def divides_by_items(part: Module, function: ast.AST | None) -> bool:
+    """Whether a loss function divides by num_items_in_batch (the Trainer takes any compute_loss_func's loss as
+    already scaled: a mean that only passes the count on is too large)."""
+    if isinstance(function, ast.Name) and function.id in part.functions:
+        function = part.functions[function.id][0]
+    return isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and any(
+        isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and any(
+            isinstance(sub, ast.Name) and sub.id == "num_items_in_batch" for sub in ast.walk(node.right))
+        for node in ast.walk(function))
+
+
+def loss_scaling_fixes(part: Module) -> set[str]:
+    """What a module does about the sequence-classification loss scaling: "all" (the model's accepts_loss_kwargs,
+    the built Trainer's model_accepts_loss_kwargs, a compute_loss_func dividing by num_items_in_batch) or
+    "accumulation" (loss_is_scaled_for_ga = False: the loss is still x the process count under DDP). Trainer.__init__
+    sets model_accepts_loss_kwargs from the model, so a class attribute or a value set before super().__init__ is
+    overwritten, and accepts_loss_kwargs on a Trainer class is not read."""
+    fixes = set()
+    scope = {"accepts_loss_kwargs": "all", "model_accepts_loss_kwargs": "all", "loss_is_scaled_for_ga": "accumulation"}
+    for node in part.nodes:
+        if isinstance(node, ast.Assign) and part.const(node.value) is False:
+            for target in node.targets:
+                if isinstance(target, ast.Attribute) and target.attr in scope and not overwritten_by_init(part, node):
+                    fixes.add(scope[target.attr])
+        elif isinstance(node, ast.Call) and part.short(node) == "setattr" and len(node.args) == 3 and \
+                part.const(node.args[2]) is False and part.const(node.args[1]) in scope:
+            fixes.add(scope[part.const(node.args[1])])
+        elif isinstance(node, ast.Call) and any(keyword.arg == "compute_loss_func" and divides_by_items(
+                part, part.resolve(keyword.value)) for keyword in node.keywords):
+            fixes.add("all")
+    for definitions in part.classes.values():
+        for definition in definitions:
+            trainer = any(called_name(base).endswith("Trainer") for base in definition.bases)
+            for statement in definition.body:
+                targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target] \
+                    if isinstance(statement, ast.AnnAssign) else []
+                for target in targets if part.const(getattr(statement, "value", None)) is False else []:
+                    name = target.id if isinstance(target, ast.Name) else None
+                    if name == "loss_is_scaled_for_ga" or (name == "accepts_loss_kwargs" and not trainer):
+                        fixes.add(scope[name])  # class Classifier(BertForSequenceClassification): accepts_... = False
+    return fixes
+
+
+def overwritten_by_init(part: Module, assignment: ast.AST) -> bool:
+    """self.model_accepts_loss_kwargs = False in an __init__ before super().__init__(...): Trainer's sets it again."""
+    node = assignment
+    while id(node) in part.parent and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        node = part.parent[id(node)]
+    return isinstance(node, ast.FunctionDef) and node.name == "__init__" and any(
+        isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "__init__" and
+        call.lineno > assignment.lineno for call in ast.walk(node))
+
+
 def sequence_classification_findings(module: Module, training: list, launches: list[Launch]):
     models = [node for part in module.project for node in part.sequence_classifiers()]  # here or in model.py
     if not models:
         return
-    # model.accepts_loss_kwargs = False (or the Trainer's model_accepts_loss_kwargs) fixes accumulation and
-    # processes; loss_is_scaled_for_ga = False only accumulation (the loss is still x world size under DDP)
-    fixes = {name: any(any(isinstance(node, ast.Assign) and part.const(node.value) is False and any(
-        isinstance(target, ast.Attribute) and target.attr in names for target in node.targets)
-        for node in part.nodes) or any(  # class Classifier(BertForSequenceClassification): accepts_loss_kwargs = False
-        isinstance(statement, (ast.Assign, ast.AnnAssign)) and part.const(statement.value) is False and any(
-            isinstance(target, ast.Name) and target.id in names
-            for target in getattr(statement, "targets", [getattr(statement, "target", None)]))
-        for definitions in part.classes.values() for definition in definitions for statement in definition.body) or any(
-        part.short(call) == "setattr" and len(call.args) == 3 and part.const(call.args[1]) in names
-        for call in part.calls) for part in module.project  # here or in a project module it imports
-        if names & (part.names | part.strings))
-        for name, names in (("all", {"accepts_loss_kwargs", "model_accepts_loss_kwargs"}),
-                            ("accumulation", {"loss_is_scaled_for_ga"}))}
-    # compute_loss_func= that divides by num_items_in_batch: the Trainer counts its loss as already scaled
-    fixes["all"] = fixes["all"] or ("num_items_in_batch" in module.project_names and any(
-        "compute_loss_func" in part.strings or any(keyword.arg == "compute_loss_func" for call in part.calls
-                                                    for keyword in call.keywords) for part in module.project))
-    if fixes["all"]:
+    fixes = set().union(*(loss_scaling_fixes(part) for part in module.project))  # here or in an imported module
+    if "all" in fixes:
         return
-    for call, kw, _ in training if not fixes["accumulation"] else []:
+    for call, kw, _ in training if "accumulation" not in fixes else []:
         steps = module.const(kw.get("gradient_accumulation_steps", (None,))[0])
         if isinstance(steps, int) and steps > 1:
             yield "seqcls-loss-scaling", kw["gradient_accumulation_steps"][1], f"gradient_accumulation_steps={steps}"
     for launch in launches:
         steps = launch.flag("gradient_accumulation_steps")
-        if (launch.processes or 1) > 1 or (not fixes["accumulation"] and (count(steps) or 1) > 1):
+        if (launch.processes or 1) > 1 or ("accumulation" not in fixes and (count(steps) or 1) > 1):
             yield "seqcls-loss-scaling", launch, f"launched with {launch.processes} processes" \
                 if (launch.processes or 1) > 1 else f"--gradient_accumulation_steps {steps}"
 
@@ -1440,6 +1496,31 @@ def pad_eos_lines(part: Module) -> list[int]:
     return part.pad_eos
 
 
+def masks_labels_by_pad_id(part: Module) -> bool:
+    """Labels masked where they equal the pad id, by hand: `labels[labels == tok.pad_token_id] = -100`,
+    `.masked_fill(ids.eq(pad_id), -100)` in a statement that writes -100, or a loss given
+    `ignore_index=tok.pad_token_id` (a pad id held in a name counts; `pad_token_id is None` or a comparison that
+    writes no -100, such as counting generated tokens, does not)."""
+    def pad_id(node: ast.AST) -> bool:
+        node = part.resolve(node)
+        return isinstance(node, ast.Attribute) and node.attr == "pad_token_id"
+
+    def writes_ignored_label(node: ast.AST) -> bool:
+        return any(isinstance(sub, ast.UnaryOp) and isinstance(sub.op, ast.USub) and part.const(sub.operand) == 100
+                   for sub in ast.walk(part.statement(node)))
+
+    for node in part.nodes:
+        if isinstance(node, ast.keyword) and node.arg == "ignore_index" and pad_id(node.value):
+            return True
+        compared = isinstance(node, ast.Compare) and isinstance(node.ops[0], (ast.Eq, ast.NotEq)) and any(
+            map(pad_id, [node.left, *node.comparators]))
+        called = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+            "eq", "ne") and any(map(pad_id, node.args))
+        if (compared or called) and writes_ignored_label(node):
+            return True
+    return False
+
+
 def causal_lm_findings(module: Module):
     """pad_token = eos_token here or in a project module this one imports (the tokenizer set up in data.py for the
     causal LM trained here), and math.exp(eval_loss) here."""
@@ -1447,10 +1528,7 @@ def causal_lm_findings(module: Module):
     # what masks every EOS label when pad is EOS: the LM collator, or labels masked by the pad id by hand
     # (labels[labels == tokenizer.pad_token_id] = -100); a collator masking by attention_mask, the seq2seq
     # collator (it pads labels with -100) or generation alone keep them
-    masks_by_pad_id = any(isinstance(node, ast.Compare) and isinstance(node.ops[0], (ast.Eq, ast.NotEq)) and any(
-        isinstance(side, ast.Attribute) and side.attr == "pad_token_id" for side in [node.left, *node.comparators])
-        for part in module.project for node in part.nodes)  # not `pad_token_id is None`
-    trains = "DataCollatorForLanguageModeling" in names or masks_by_pad_id
+    trains = "DataCollatorForLanguageModeling" in names or any(map(masks_labels_by_pad_id, module.project))
     for part in module.project if trains else []:
         for line in pad_eos_lines(part):
             yield "pad-token-eos", at(module, part, line), ""
