@@ -674,6 +674,9 @@ class Module:
                 self._const_names[key] = values[0] if values and all(value == values[0] for value in values) \
                     else UNKNOWN
             return self._const_names[key]
+        if isinstance(node, ast.Subscript) and self.qualname(node.value).endswith("Precision"):
+            value = self.const(node.slice, depth + 1)  # Precision["AMP_BF16"]
+            return value.lower() if isinstance(value, str) else UNKNOWN
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and \
                 isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):  # CFG["max_duration"]
             found, _ = self.mapping(node.value, node.lineno)
@@ -942,7 +945,8 @@ class Module:
                 for key in keys:
                     if isinstance(key, str):
                         found.pop(key, None)
-                complete &= bool(keys) and all(isinstance(key, str) for key in keys)
+                if not keys or not all(isinstance(key, str) for key in keys):
+                    found, complete = {}, False  # cfg.pop(old) in a loop: any key may be gone
             elif edit.func.attr in ("setdefault", "__setitem__"):
                 key = self.const(edit.args[0]) if edit.args else UNKNOWN
                 if isinstance(key, str) and len(edit.args) > 1:
@@ -1365,55 +1369,94 @@ def best_model_findings(module: Module, call: ast.Call, kw: dict, complete: bool
 
 def divides_by_items(part: Module, function: ast.AST | None) -> bool:
     """Whether a loss function divides by num_items_in_batch (the Trainer takes any compute_loss_func's loss as
-    already scaled: a mean that only passes the count on is too large)."""
-    if isinstance(function, ast.Name) and function.id in part.functions:
-        function = part.functions[function.id][0]
-    return isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and any(
-        isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and any(
-            isinstance(sub, ast.Name) and sub.id == "num_items_in_batch" for sub in ast.walk(node.right))
-        for node in ast.walk(function))
+    already scaled: a mean that only passes the count on is too large). A callable this checker cannot read (a
+    method, an object, a function of a module not given) counts as dividing: no finding rests on a guess."""
+    if isinstance(function, ast.Call) and called_name(function.func) == "partial" and function.args:
+        function = part.resolve(function.args[0])  # functools.partial(loss_fn, weight=2.0)
+    if isinstance(function, (ast.Name, ast.Attribute)):
+        name = called_name(function)
+        defined = [other.functions[name][0] for other in part.project if name in other.functions]
+        if not defined:
+            return True
+        function = defined[0]
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        return True
+    counts = {"num_items_in_batch"} | {  # n = num_items_in_batch
+        target.id for node in ast.walk(function) if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name)
+        and node.value.id == "num_items_in_batch" for target in node.targets if isinstance(target, ast.Name)}
+    count = lambda node: any(  # noqa: E731 - num_items_in_batch, a name for it, kwargs["num_items_in_batch"]
+        (isinstance(sub, ast.Name) and sub.id in counts) or (isinstance(sub, ast.Constant) and sub.value ==
+                                                             "num_items_in_batch") for sub in ast.walk(node))
+    return any((isinstance(node, (ast.BinOp, ast.AugAssign)) and isinstance(node.op, ast.Div) and count(
+        node.right if isinstance(node, ast.BinOp) else node.value)) or (
+        isinstance(node, ast.Call) and called_name(node.func) in ("div", "divide", "true_divide") and
+        count(node.args[-1]) if isinstance(node, ast.Call) and node.args else False) for node in ast.walk(function))
 
 
 def loss_scaling_fixes(part: Module) -> set[str]:
-    """What a module does about the sequence-classification loss scaling: "all" (the model's accepts_loss_kwargs,
-    the built Trainer's model_accepts_loss_kwargs, a compute_loss_func dividing by num_items_in_batch) or
-    "accumulation" (loss_is_scaled_for_ga = False: the loss is still x the process count under DDP). Trainer.__init__
-    sets model_accepts_loss_kwargs from the model, so a class attribute or a value set before super().__init__ is
-    overwritten, and accepts_loss_kwargs on a Trainer class is not read."""
+    """What a module does about the sequence-classification loss scaling: "accumulation" and "processes" (the
+    model's accepts_loss_kwargs, the built Trainer's model_accepts_loss_kwargs, a compute_loss_func dividing by
+    num_items_in_batch), "accumulation" alone (loss_is_scaled_for_ga = False, a Trainer's own compute_loss dividing
+    by num_items_in_batch: compute_loss still multiplies by the process count). Trainer.__init__ reads
+    accepts_loss_kwargs once, so a model flag set after Trainer(...), a Trainer class attribute or a value set before
+    super().__init__ fixes nothing, and the Trainer never reads a config's or a Trainer's accepts_loss_kwargs."""
+    both, accumulation = {"accumulation", "processes"}, {"accumulation"}
+    scope = {"accepts_loss_kwargs": both, "model_accepts_loss_kwargs": both, "loss_is_scaled_for_ga": accumulation}
     fixes = set()
-    scope = {"accepts_loss_kwargs": "all", "model_accepts_loss_kwargs": "all", "loss_is_scaled_for_ga": "accumulation"}
     for node in part.nodes:
         if isinstance(node, ast.Assign) and part.const(node.value) is False:
             for target in node.targets:
-                if isinstance(target, ast.Attribute) and target.attr in scope and not overwritten_by_init(part, node):
-                    fixes.add(scope[target.attr])
+                if isinstance(target, ast.Attribute) and target.attr in scope and not overwritten(part, node, target):
+                    fixes |= scope[target.attr]
         elif isinstance(node, ast.Call) and part.short(node) == "setattr" and len(node.args) == 3 and \
-                part.const(node.args[2]) is False and part.const(node.args[1]) in scope:
-            fixes.add(scope[part.const(node.args[1])])
-        elif isinstance(node, ast.Call) and any(keyword.arg == "compute_loss_func" and divides_by_items(
-                part, part.resolve(keyword.value)) for keyword in node.keywords):
-            fixes.add("all")
+                part.const(node.args[2]) is False and part.const(node.args[1]) in scope and \
+                not overwritten(part, node, ast.Attribute(node.args[0], part.const(node.args[1]))):
+            fixes |= scope[part.const(node.args[1])]
+        elif isinstance(node, ast.keyword) and node.arg == "compute_loss_func" and \
+                divides_by_items(part, part.resolve(node.value)):
+            fixes |= both
     for definitions in part.classes.values():
         for definition in definitions:
             trainer = any(called_name(base).endswith("Trainer") for base in definition.bases)
             for statement in definition.body:
+                if trainer and isinstance(statement, ast.FunctionDef) and statement.name == "compute_loss" and \
+                        divides_by_items(part, statement):
+                    fixes |= accumulation  # its own loss over the window's items; not x the process count
                 targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target] \
                     if isinstance(statement, ast.AnnAssign) else []
                 for target in targets if part.const(getattr(statement, "value", None)) is False else []:
                     name = target.id if isinstance(target, ast.Name) else None
                     if name == "loss_is_scaled_for_ga" or (name == "accepts_loss_kwargs" and not trainer):
-                        fixes.add(scope[name])  # class Classifier(BertForSequenceClassification): accepts_... = False
+                        fixes |= scope[name]  # class Classifier(BertForSequenceClassification): accepts_... = False
     return fixes
 
 
-def overwritten_by_init(part: Module, assignment: ast.AST) -> bool:
-    """self.model_accepts_loss_kwargs = False in an __init__ before super().__init__(...): Trainer's sets it again."""
-    node = assignment
-    while id(node) in part.parent and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        node = part.parent[id(node)]
-    return isinstance(node, ast.FunctionDef) and node.name == "__init__" and any(
-        isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "__init__" and
-        call.lineno > assignment.lineno for call in ast.walk(node))
+def overwritten(part: Module, setting: ast.AST, target: ast.Attribute) -> bool:
+    """Whether a loss-scaling flag set here is read by nothing: on a config (model.config.accepts_loss_kwargs),
+    self.model_accepts_loss_kwargs in an __init__ before super().__init__(...) (Trainer's sets it again), or the
+    model's accepts_loss_kwargs after a Trainer was built on that model in the same function or module body."""
+    holder = target.value
+    if isinstance(holder, (ast.Name, ast.Attribute)) and called_name(holder).lower().endswith("config"):
+        return True
+    scope = setting
+    while id(scope) in part.parent and not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        scope = part.parent[id(scope)]
+    definitions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)  # a Trainer built in one is later
+    earlier_calls = [node for statement in getattr(scope, "body", []) if not isinstance(statement, definitions)
+                     for node in [statement, *own_nodes(ast.Module([statement], []))]
+                     if isinstance(node, ast.Call) and node.lineno < setting.lineno]
+    if target.attr == "model_accepts_loss_kwargs":
+        later_init = any(isinstance(call.func, ast.Attribute) and call.func.attr == "__init__" and
+                         call.lineno > setting.lineno for call in ast.walk(scope) if isinstance(call, ast.Call))
+        return isinstance(scope, ast.FunctionDef) and scope.name == "__init__" and later_init
+    if target.attr != "accepts_loss_kwargs" or not isinstance(holder, ast.Name):
+        return False
+    given = lambda call: [keyword.value for keyword in call.keywords if keyword.arg == "model"] + call.args[:1]  # noqa: E731
+    built = [call.lineno for call in earlier_calls if part.short(call).endswith("Trainer") and any(
+        isinstance(model, ast.Name) and model.id == holder.id for model in given(call))]
+    rebound = [node.lineno for node in (own_nodes(scope) if built else []) if isinstance(node, ast.Assign) and any(
+        isinstance(name, ast.Name) and name.id == holder.id for name in node.targets)]  # model = another model
+    return any(not any(line < bound < setting.lineno for bound in rebound) for line in built)
 
 
 def sequence_classification_findings(module: Module, training: list, launches: list[Launch]):
@@ -1421,17 +1464,16 @@ def sequence_classification_findings(module: Module, training: list, launches: l
     if not models:
         return
     fixes = set().union(*(loss_scaling_fixes(part) for part in module.project))  # here or in an imported module
-    if "all" in fixes:
-        return
     for call, kw, _ in training if "accumulation" not in fixes else []:
         steps = module.const(kw.get("gradient_accumulation_steps", (None,))[0])
         if isinstance(steps, int) and steps > 1:
             yield "seqcls-loss-scaling", kw["gradient_accumulation_steps"][1], f"gradient_accumulation_steps={steps}"
     for launch in launches:
         steps = launch.flag("gradient_accumulation_steps")
-        if (launch.processes or 1) > 1 or ("accumulation" not in fixes and (count(steps) or 1) > 1):
+        several = (launch.processes or 1) > 1 and "processes" not in fixes
+        if several or ("accumulation" not in fixes and (count(steps) or 1) > 1):
             yield "seqcls-loss-scaling", launch, f"launched with {launch.processes} processes" \
-                if (launch.processes or 1) > 1 else f"--gradient_accumulation_steps {steps}"
+                if several else f"--gradient_accumulation_steps {steps}"
 
 
 def is_eos(part: Module, node: ast.AST) -> bool:
@@ -1498,8 +1540,16 @@ def masks_labels_by_pad_id(part: Module) -> bool:
         return isinstance(node, ast.Attribute) and node.attr == "pad_token_id"
 
     def writes_ignored_label(node: ast.AST) -> bool:
-        return any(isinstance(sub, ast.UnaryOp) and isinstance(sub.op, ast.USub) and part.const(sub.operand) == 100
-                   for sub in ast.walk(part.statement(node)))
+        """A -100 (or a name holding it, IGNORE_INDEX) in the smallest expression around the comparison that has
+        one, up to its statement; a dict's other value is another field (an attention mask beside the labels)."""
+        while True:
+            if any((isinstance(sub, ast.UnaryOp) and isinstance(sub.op, ast.USub) or isinstance(sub, ast.Name))
+                   and part.const(sub) == -100 for sub in ast.walk(node)):
+                return True
+            parent = part.parent.get(id(node))
+            if isinstance(node, ast.stmt) or parent is None or isinstance(parent, ast.Dict):
+                return False
+            node = parent
 
     for node in part.nodes:
         if isinstance(node, ast.keyword) and node.arg == "ignore_index" and pad_id(node.value):

@@ -570,7 +570,8 @@ def test_accepts_loss_kwargs_is_read_at_init_and_divides_once(tmp_path):
 
 def test_a_compute_loss_func_is_taken_as_scaled_so_a_mean_is_accumulation_times_too_large(tmp_path):
     """task-recipes.md's weighted_loss comment: a per-batch mean is right with one process and no accumulation only;
-    the Trainer never divides a compute_loss_func's loss by the accumulation steps."""
+    the Trainer never divides a compute_loss_func's loss by the accumulation steps. A Trainer subclass whose
+    compute_loss divides a sum by num_items_in_batch logs the right loss too (the trap checker's accumulation fix)."""
     import torch
     from transformers import Trainer, set_seed
 
@@ -589,6 +590,17 @@ def test_a_compute_loss_func_is_taken_as_scaled_so_a_mean_is_accumulation_times_
 
     assert logged(mean, 2) / logged(summed, 2) == pytest.approx(2, rel=1e-5)
     assert logged(mean, 1) == pytest.approx(logged(summed, 1), rel=1e-5)
+
+    class SummingTrainer(Trainer):  # the trap checker counts this override as the accumulation fix
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            outputs = model(**{key: value for key, value in inputs.items() if key != "labels"})
+            return summed(outputs, inputs["labels"], num_items_in_batch)
+
+    set_seed(0)
+    args = arguments(tmp_path, max_steps=1, gradient_accumulation_steps=2, learning_rate=0.0, logging_steps=1)
+    trainer = SummingTrainer(model=tiny_classifier(), args=args, train_dataset=rows())
+    trainer.train()
+    assert trainer.state.log_history[0]["loss"] == pytest.approx(logged(summed, 2), rel=1e-5)
 
 # ---- Q10, Q11, Q12, Q16: saving, the final checkpoint, resuming a finished run, the optimizer ------------------------
 

@@ -2105,3 +2105,89 @@ def test_r_o9_amp_precision_in_other_spellings(precision):
             "from composer.core.precision import Precision as Prec\n"
             f"Trainer(model=m, optimizers=o, max_duration='2ep', device='cpu', precision={precision})\n")
     assert rules_found(CP, {"t.py": code}) == {"gpu-only-setting-on-cpu"}
+
+
+# ---------------------------------------------------------------- third outside check (fresh helper, time-boxed)
+
+SEQCLS_ONE_FILE = SEQCLS_ACCUMULATING + "import functools, torch\nimport torch.nn.functional as F\n"
+
+
+@pytest.mark.parametrize("fix", [
+    "def loss_fn(outputs, labels, num_items_in_batch=None):\n"
+    "    return torch.div(F.cross_entropy(outputs.logits, labels, reduction='sum'), num_items_in_batch)\n"
+    "Trainer(model=model, args=args, compute_loss_func=loss_fn)\n",
+    "def loss_fn(outputs, labels, num_items_in_batch=None):\n"
+    "    loss = F.cross_entropy(outputs.logits, labels, reduction='sum')\n    loss /= num_items_in_batch\n"
+    "    return loss\nTrainer(model=model, args=args, compute_loss_func=loss_fn)\n",
+    "def loss_fn(outputs, labels, **kwargs):\n"
+    "    return F.cross_entropy(outputs.logits, labels, reduction='sum') / kwargs['num_items_in_batch']\n"
+    "Trainer(model=model, args=args, compute_loss_func=loss_fn)\n",
+    "def loss_fn(outputs, labels, num_items_in_batch=None, weight=1.0):\n    n = num_items_in_batch\n"
+    "    return weight * F.cross_entropy(outputs.logits, labels, reduction='sum') / n\n"
+    "Trainer(model=model, args=args, compute_loss_func=functools.partial(loss_fn, weight=2.0))\n",
+    "class Loss:\n    def __call__(self, outputs, labels, num_items_in_batch=None):\n        return 0\n"
+    "Trainer(model=model, args=args, compute_loss_func=Loss())\n",
+    "class T(Trainer):\n    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):\n"
+    "        outputs = model(**inputs)\n"
+    "        return F.cross_entropy(outputs.logits, inputs['labels'], reduction='sum') / num_items_in_batch\n"
+    "T(model=model, args=args)\n",
+], ids=["torch-div", "augmented-division", "kwargs-count", "partial-and-renamed-count", "unreadable-callable",
+        "own-compute-loss"])
+def test_r3o_loss_functions_that_divide_by_the_count_in_other_spellings_fix_it(fix):
+    """A callable the checker cannot read (an object, a method) is not guessed at: no finding."""
+    assert rules_found(HF, {"t.py": SEQCLS_ONE_FILE + fix}) == set()
+
+
+def test_r3o_a_loss_function_in_the_module_beside_it_is_read_there(tmp_path):
+    losses = "import torch.nn.functional as F\ndef loss_fn(outputs, labels, num_items_in_batch=None):\n" \
+        "    return F.cross_entropy(outputs.logits, labels, reduction='sum') / {}\n"
+    train = SEQCLS_ACCUMULATING + "from losses import loss_fn\nTrainer(model=model, args=args, compute_loss_func=loss_fn)\n"
+    assert project_found(HF, tmp_path / "a", {"losses.py": losses.format("num_items_in_batch"), "train.py": train},
+                         ["train.py"]) == set()
+    assert project_found(HF, tmp_path / "b", {"losses.py": losses.format("labels.numel()"), "train.py": train},
+                         ["train.py"]) == {("seqcls-loss-scaling", "train.py")}
+
+
+def test_r3o_an_own_compute_loss_fixes_accumulation_but_not_processes(tmp_path):
+    own = ("class T(Trainer):\n    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):\n"
+           "        return model(**inputs).loss.sum() / num_items_in_batch\nT(model=model, args=args)\n")
+    files = {"train.py": SEQCLS_ACCUMULATING.replace("=4", "=1") + own, "run.sh": "torchrun --nproc_per_node 2 train.py\n"}
+    assert project_found(HF, tmp_path, files) == {("seqcls-loss-scaling", "run.sh")}
+
+
+@pytest.mark.parametrize("late", [
+    "trainer = Trainer(model=model, args=args)\nmodel.accepts_loss_kwargs = False\n",
+    "model.config.accepts_loss_kwargs = False\ntrainer = Trainer(model=model, args=args)\n",
+], ids=["model-flag-after-the-trainer", "config-flag"])
+def test_r3o_a_model_flag_the_trainer_never_reads_fixes_nothing(late):
+    """Trainer.__init__ reads accepts_loss_kwargs once, from the model (test_accepts_loss_kwargs_is_read_at_init...)."""
+    assert rules_found(HF, {"t.py": SEQCLS_ACCUMULATING + late}) == {"seqcls-loss-scaling"}
+    other = "first = Trainer(model=model, args=args)\nmodel = AutoModelForSequenceClassification.from_pretrained('n')\n" \
+        "model.accepts_loss_kwargs = False\nsecond = Trainer(model=model, args=args)\n"
+    assert rules_found(HF, {"t.py": SEQCLS_ACCUMULATING + other}) == set()  # a new model, flagged before its Trainer
+
+
+@pytest.mark.parametrize("code, trap", [
+    ("IGNORE_INDEX = -100\nlabels[labels == tok.pad_token_id] = IGNORE_INDEX\n", True),
+    ("batch = {'attention_mask': (ids != tok.pad_token_id).long(), 'labels': torch.where(prompt, -100, ids)}\n", False),
+    ("batch = {'attention_mask': [int(t != tok.pad_token_id) for t in ids], 'labels': [-100] * n + rest}\n", False),
+], ids=["ignore-index-name", "attention-mask-beside-prompt-mask", "list-attention-mask-beside-labels"])
+def test_r3o_the_pad_id_comparison_must_be_the_one_writing_minus_100(code, trap):
+    head = ("from transformers import AutoModelForCausalLM, DataCollatorWithFlattening, Trainer\nimport torch\n"
+            "tok.pad_token = tok.eos_token\nmodel = AutoModelForCausalLM.from_pretrained('m')\n")
+    tail = "Trainer(model=model, args=a, data_collator=DataCollatorWithFlattening())\n"
+    assert rules_found(HF, {"t.py": head + code + tail}) == ({"pad-token-eos"} if trap else set())
+
+
+def test_r3o_keys_popped_in_a_loop_may_be_any_key():
+    code = ('from transformers import TrainingArguments\nLEGACY = {"evaluation_strategy": "eval_strategy"}\n'
+            'def get_args():\n    cfg = {"evaluation_strategy": "steps"}\n    for old, new in LEGACY.items():\n'
+            '        if old in cfg:\n            cfg[new] = cfg.pop(old)\n    return cfg\n'
+            'TrainingArguments(output_dir="o", **get_args())\n')
+    assert rules_found(HF, {"t.py": code}) == set()
+
+
+def test_r3o_precision_looked_up_by_name():
+    code = ("from composer import Trainer\nfrom composer.core import Precision\n"
+            "Trainer(model=m, optimizers=o, max_duration='2ep', device='cpu', precision=Precision['AMP_BF16'])\n")
+    assert rules_found(CP, {"t.py": code}) == {"gpu-only-setting-on-cpu"}
