@@ -91,6 +91,7 @@ CACHE_ENV = {
     "HF_EVALUATE_CACHE": "hf/evaluate",
     "TORCHINDUCTOR_CACHE_DIR": "inductor",
     "TRITON_CACHE_DIR": "triton",
+    "CUDA_CACHE_PATH": "nv",  # the CUDA driver's JIT cache, else ~/.nv/ComputeCache (seen on an H200 run)
     "MPLCONFIGDIR": "matplotlib",
     "XDG_CACHE_HOME": "xdg",
     "TMPDIR": "tmp",
