@@ -2165,6 +2165,9 @@ def test_r3o_a_model_flag_the_trainer_never_reads_fixes_nothing(late):
     other = "first = Trainer(model=model, args=args)\nmodel = AutoModelForSequenceClassification.from_pretrained('n')\n" \
         "model.accepts_loss_kwargs = False\nsecond = Trainer(model=model, args=args)\n"
     assert rules_found(HF, {"t.py": SEQCLS_ACCUMULATING + other}) == set()  # a new model, flagged before its Trainer
+    helper = "def build(model):\n    return Trainer(model=model, args=args)\nmodel.accepts_loss_kwargs = False\n" \
+        "trainer = build(model)\n"
+    assert rules_found(HF, {"t.py": SEQCLS_ACCUMULATING + helper}) == set()  # the Trainer is built after the flag
 
 
 @pytest.mark.parametrize("code, trap", [

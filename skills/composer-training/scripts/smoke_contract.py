@@ -69,8 +69,8 @@ EXIT_CODES_HELP = """exit codes:
   2  usage error (bad argument, output dir not usable or not empty, missing or damaged input file)
   3  a dependency is missing (the message gives the pip line that fixes it)
   4  the requested device is not there (--device gpu without CUDA)
-  129, 130, 143  interrupted by SIGHUP (a closed terminal), SIGINT (Ctrl-C) or SIGTERM; the temporary output
-            directory is removed"""
+  129, 130, 143  interrupted by SIGHUP (a closed terminal), SIGINT (Ctrl-C) or SIGTERM; the temporary
+                 output directory is removed"""
 
 # Variables set before any Hugging Face or torch import so nothing is fetched and nothing is cached outside
 # the output directory. Values are relative to the output directory's ".cache" folder, or literal strings.

@@ -1127,14 +1127,17 @@ def line_of(node: ast.AST) -> int:
     return getattr(node, "lineno", 1)
 
 
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
 def own_nodes(function: ast.AST):
-    """The nodes of a function's body, without those of the functions, lambdas and classes defined inside it."""
-    queue = list(getattr(function, "body", []))
+    """The nodes of a function's (or a module's) body, without those of the functions, lambdas and classes defined
+    inside it, a definition written directly in the body included."""
+    queue = [node for node in getattr(function, "body", []) if not isinstance(node, DEFINITIONS)]
     while queue:
         node = queue.pop()
         yield node
-        queue += [child for child in ast.iter_child_nodes(node)
-                  if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))]
+        queue += [child for child in ast.iter_child_nodes(node) if not isinstance(child, DEFINITIONS)]
 
 
 def at(module: Module, part: Module, line: int):
@@ -1397,10 +1400,15 @@ def divides_by_items(part: Module, function: ast.AST | None) -> bool:
     count = lambda node: any(  # noqa: E731 - num_items_in_batch, a name for it, kwargs["num_items_in_batch"]
         (isinstance(sub, ast.Name) and sub.id in counts) or (isinstance(sub, ast.Constant) and sub.value ==
                                                              "num_items_in_batch") for sub in ast.walk(node))
-    return any((isinstance(node, (ast.BinOp, ast.AugAssign)) and isinstance(node.op, ast.Div) and count(
-        node.right if isinstance(node, ast.BinOp) else node.value)) or (
-        isinstance(node, ast.Call) and called_name(node.func) in ("div", "divide", "true_divide") and
-        count(node.args[-1]) if isinstance(node, ast.Call) and node.args else False) for node in ast.walk(function))
+    for node in ast.walk(function):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and count(node.right):
+            return True
+        if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Div) and count(node.value):  # loss /= n
+            return True
+        if isinstance(node, ast.Call) and called_name(node.func) in ("div", "divide", "true_divide") and \
+                node.args and count(node.args[-1]):  # torch.div(loss, n), loss.div(n)
+            return True
+    return False
 
 
 def loss_scaling_fixes(part: Module) -> set[str]:
@@ -1451,10 +1459,7 @@ def overwritten(part: Module, setting: ast.AST, target: ast.Attribute) -> bool:
     scope = setting
     while id(scope) in part.parent and not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
         scope = part.parent[id(scope)]
-    definitions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)  # a Trainer built in one is later
-    earlier_calls = [node for statement in getattr(scope, "body", []) if not isinstance(statement, definitions)
-                     for node in [statement, *own_nodes(ast.Module([statement], []))]
-                     if isinstance(node, ast.Call) and node.lineno < setting.lineno]
+    earlier_calls = [node for node in own_nodes(scope) if isinstance(node, ast.Call) and node.lineno < setting.lineno]
     if target.attr == "model_accepts_loss_kwargs":
         later_init = any(isinstance(call.func, ast.Attribute) and call.func.attr == "__init__" and
                          call.lineno > setting.lineno for call in ast.walk(scope) if isinstance(call, ast.Call))
