@@ -7,7 +7,8 @@ The build is reproducible: the same skill folder gives the same bytes. Entries a
 dotfiles are left out.
 
 A symlink, FIFO or other special file inside a skill is refused, naming it: a link can point outside the skill
-(its target's content would be uploaded with the skill) or nowhere, and a FIFO would block the build.
+(its target's content would be uploaded with the skill) or nowhere, and a FIFO would block the build. So is a
+name that is not UTF-8 (a zip stores names as UTF-8): rename it.
 
 example:
   python scripts/package_skills.py
@@ -16,7 +17,8 @@ example:
 exit codes:
   0  every zip was written
   1  a skill folder cannot be packaged (SKILL.md missing, or its name differs from the folder)
-  2  usage error: an unknown skill, an --out that is not a writable folder, a symlink or special file in a skill
+  2  usage error: an unknown skill, an --out that is not a writable folder, a symlink or special file in a skill,
+     a file or folder named in bytes that are not UTF-8 (named with \\x escapes)
 """
 
 from __future__ import annotations
@@ -53,7 +55,14 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def refuse_special(path: Path) -> None:
-    """Only real files and folders are packaged: a link is never followed, a FIFO never read."""
+    """Only real files and folders are packaged, under names a zip can hold: a link is never followed, a FIFO
+    never read."""
+    try:
+        path.name.encode("utf-8")
+    except UnicodeEncodeError:  # the bytes Python could not decode came back as surrogates
+        shown = os.fsencode(path).decode("utf-8", errors="backslashreplace")
+        raise UsageError(f"{shown} is named in bytes that are not UTF-8 (a zip entry name is UTF-8): "
+                         "rename it") from None
     if path.is_symlink():
         raise UsageError(f"{path} is a symlink (to {os.readlink(path)}); a packaged skill holds only real files and "
                          "folders: replace the link with a copy of what it points to, or remove it")

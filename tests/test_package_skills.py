@@ -120,3 +120,20 @@ def test_a_prefix_of_a_flag_is_not_that_flag(tmp_path):
     result = run_python([str(SCRIPT), "--ou", str(tmp_path / "dist")], tmp_path)
     assert_one_line_error(result, 2, "unrecognized arguments: --ou")
     assert not (tmp_path / "dist").exists()
+
+
+@pytest.mark.parametrize("where", ["file", "folder"])
+def test_a_name_that_is_not_utf8_is_refused_by_name(tmp_path, where):
+    """A zip entry name is UTF-8: a file or folder named in another encoding (b'caf\\xe9', Latin-1) cannot be
+    packaged as it is, so it is named (undecodable bytes as \\x escapes) and nothing is written."""
+    skills = tmp_path / "skills"
+    shutil.copytree(SKILLS_DIR / SKILLS[0], skills / SKILLS[0], ignore=shutil.ignore_patterns("__pycache__"))
+    odd = os.path.join(os.fsencode(skills / SKILLS[0] / "references"), b"caf\xe9")
+    if where == "file":
+        Path(os.fsdecode(odd)).write_text("notes\n")
+    else:
+        os.mkdir(odd)
+    result = run_python([str(SCRIPT), "--skills-dir", str(skills), "--out", str(tmp_path / "dist")], tmp_path)
+    assert_one_line_error(result, 2, f"{skills / SKILLS[0] / 'references'}/caf\\xe9 is named in bytes that are not "
+                                     "UTF-8")
+    assert not list((tmp_path / "dist").glob("*.zip")), "nothing is packaged"
