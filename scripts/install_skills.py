@@ -15,6 +15,9 @@ changed since it was installed: a recorded file edited or gone, or anything adde
 script installed and leaves any other skill alone (saying so, with exit code 1). --invoke-only (Claude Code,
 copy mode) adds `disable-model-invocation: true` to the installed copy's SKILL.md so Claude loads the skill
 only when you invoke it by name (/composer-training); the bundle's own SKILL.md is never edited.
+Runs on one skills folder take turns: each holds a lock on the folder itself (flock, so nothing is written
+into it) while it reads and changes it; a run that finds the folder held says so and waits up to --wait
+seconds (default 60).
 
 example:
   python scripts/install_skills.py install --agent claude --skill composer-training
@@ -28,11 +31,14 @@ exit codes:
      rest and leaves that one alone
   2  usage error (unknown skill or agent, a directory that does not exist, a file where a skills folder must
      be made, a folder the file system will not let this script write, an option combination that cannot work)
+  3  another run of this script held a skills folder for longer than --wait: nothing changed
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import fnmatch
 import hashlib
 import json
@@ -40,6 +46,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path, PurePosixPath
 
 REPO = Path(__file__).resolve().parent.parent
@@ -56,10 +63,15 @@ CLAUDE_AGENTS = {"claude", "claude-project"}
 # Build litter and editor files never belong in an installed skill.
 IGNORED = ("__pycache__", "*.pyc", "*.pyo", ".*")
 INVOKE_ONLY_KEY = "disable-model-invocation"
+WAIT_S = 60.0
 
 
 class UsageError(Exception):
     """Exit code 2."""
+
+
+class Busy(Exception):
+    """Exit code 3: another run of this script held a skills folder for longer than --wait."""
 
 
 class Refused(Exception):
@@ -185,8 +197,40 @@ def not_a_folder(path: Path) -> Path | None:
     return None
 
 
+def lock(handle: int, folder: Path, wait: float, kind: int) -> None:
+    """flock ``handle`` (``folder``, open); when another run holds it, say so and retry until ``wait`` runs out."""
+    deadline = time.monotonic() + wait
+    try:
+        fcntl.flock(handle, kind | fcntl.LOCK_NB)
+        return
+    except BlockingIOError:
+        print(f"install_skills.py: waiting for another install_skills.py run using {folder} (up to {wait:g} s)",
+              file=sys.stderr, flush=True)
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        try:
+            fcntl.flock(handle, kind | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
+    raise Busy(f"another install_skills.py run is using {folder} (waited {wait:g} s): nothing changed; run "
+               "again when it has finished, or give it longer with --wait SECONDS")
+
+
+@contextlib.contextmanager
+def holding(folders, wait: float, shared: bool = False):
+    """Hold every skills folder in ``folders`` (they must exist) so no other run reads or changes them meanwhile:
+    exclusively to change, shared to read. A folder is locked once however it is spelled, and folders in sorted
+    order, so two runs never each hold what the other waits for."""
+    with contextlib.ExitStack() as stack:
+        for folder in sorted({Path(os.path.realpath(folder)) for folder in folders}):
+            handle = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+            stack.callback(os.close, handle)  # closing it lets the lock go
+            lock(handle, folder, wait, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        yield
+
+
 def install_one(source: Path, dest: Path, mode: str, invoke_only: bool) -> None:
-    dest.parent.mkdir(parents=True, exist_ok=True)
     if mode == "link":
         if dest.is_symlink() or dest.exists():
             remove(dest)
@@ -241,46 +285,54 @@ def command_install(args, skills: dict[str, Path]) -> list[str]:
         if blocker:
             raise UsageError(f"{agent}: {blocker} is not a folder, so {dest.parent} cannot be made; "
                              "move it out of the way")
-    refusals = []
     for agent, name, source, dest in pairs:
-        state, why = inspect_target(dest, source, args.skills_dir)
-        if state == "source" or (state in ("foreign", "modified") and not args.force):
-            hint = "" if state == "source" else "; pass --force to replace it"
-            refusals.append(f"{agent}: {dest} holds {why}{hint}")
-    if refusals:
-        raise Refused("refused, nothing changed: " + "; ".join(refusals))
-    done = []
-    for agent, name, source, dest in pairs:
-        state, _ = inspect_target(dest, source, args.skills_dir)
-        install_one(source, dest, args.mode, args.invoke_only)
-        verb = {"absent": "installed", "foreign": "replaced a different skill with"}.get(state, "updated")
-        extra = ", invoke-only" if args.invoke_only else ""
-        done.append(f"{agent}: {verb} {name} -> {dest} ({args.mode}{extra})")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+    with holding([dest.parent for *_, dest in pairs], args.wait):
+        refusals = []
+        for agent, name, source, dest in pairs:
+            state, why = inspect_target(dest, source, args.skills_dir)
+            if state == "source" or (state in ("foreign", "modified") and not args.force):
+                hint = "" if state == "source" else "; pass --force to replace it"
+                refusals.append(f"{agent}: {dest} holds {why}{hint}")
+        if refusals:
+            raise Refused("refused, nothing changed: " + "; ".join(refusals))
+        done = []
+        for agent, name, source, dest in pairs:
+            state, _ = inspect_target(dest, source, args.skills_dir)
+            install_one(source, dest, args.mode, args.invoke_only)
+            verb = {"absent": "installed", "foreign": "replaced a different skill with"}.get(state, "updated")
+            extra = ", invoke-only" if args.invoke_only else ""
+            done.append(f"{agent}: {verb} {name} -> {dest} ({args.mode}{extra})")
     return done
 
 
 def command_uninstall(args, skills: dict[str, Path]) -> list[str]:
     """Remove every selected install of ours; anything else is left alone and makes the exit code 1."""
     done, left_alone = [], []
-    for agent, name, source, dest in selected(args, skills):
-        state, why = inspect_target(dest, source, args.skills_dir)
-        if state in ("foreign", "source") or (state == "modified" and not args.force):
-            hint = " (pass --force to remove it anyway)" if state == "modified" else ""
-            left_alone.append(f"{agent}: {dest} holds {why}{hint}")
-        elif state == "absent":
-            done.append(f"{agent}: {name} was not installed at {dest}")
-        else:
-            remove(dest)
-            done.append(f"{agent}: removed {name} from {dest} ({state})")
+    pairs = selected(args, skills)
+    with holding([dest.parent for *_, dest in pairs if dest.parent.is_dir()], args.wait):
+        for agent, name, source, dest in pairs:
+            state, why = inspect_target(dest, source, args.skills_dir)
+            if state in ("foreign", "source") or (state == "modified" and not args.force):
+                hint = " (pass --force to remove it anyway)" if state == "modified" else ""
+                left_alone.append(f"{agent}: {dest} holds {why}{hint}")
+            elif state == "absent":
+                done.append(f"{agent}: {name} was not installed at {dest}")
+            else:
+                remove(dest)
+                done.append(f"{agent}: removed {name} from {dest} ({state})")
     if left_alone:
         raise Refused("left alone: " + "; ".join(left_alone), done)
     return done
 
 
 def command_list(args, skills: dict[str, Path]) -> list[dict]:
-    return [{"agent": agent, "skill": name, "path": str(dest), "state": state, "detail": why}
-            for agent, name, source, dest in selected(args, skills)
-            for state, why in [inspect_target(dest, source, args.skills_dir)]]
+    """What is installed where; read while no other run changes it, so an install half done is never shown."""
+    pairs = selected(args, skills)
+    with holding([dest.parent for *_, dest in pairs if dest.parent.is_dir()], args.wait, shared=True):
+        return [{"agent": agent, "skill": name, "path": str(dest), "state": state, "detail": why}
+                for agent, name, source, dest in pairs
+                for state, why in [inspect_target(dest, source, args.skills_dir)]]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -299,6 +351,9 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--project", type=Path, default=Path.cwd(),
                              help="project root for the *-project agents (default: the current directory)")
         command.add_argument("--skills-dir", type=Path, default=REPO / "skills", help=argparse.SUPPRESS)
+        command.add_argument("--wait", type=float, default=WAIT_S, metavar="SECONDS",
+                             help=f"how long to wait for another run using the same skills folder "
+                                  f"(default: {WAIT_S:g})")
         if name == "install":
             command.add_argument("--mode", choices=["copy", "link"], default="copy", help="copy (default) or symlink")
             command.add_argument("--invoke-only", action="store_true",
@@ -337,6 +392,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"install_skills.py: error: {f'{exc.filename}: {exc.strerror}' if exc.filename else exc}",
               file=sys.stderr)
         return 2
+    except Busy as exc:
+        print(f"install_skills.py: error: {exc}", file=sys.stderr)
+        return 3
     except Refused as exc:
         for line in exc.done:
             print(line)

@@ -3,11 +3,15 @@ never overwrite or remove a skill that the script did not install."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import importlib.util
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +19,7 @@ import skills_ref
 from skills_ref.parser import parse_frontmatter
 
 from support import manifest
-from support.harness import REPO, SKILLS_DIR, run_python, skill_dirs
+from support.harness import REPO, SKILLS_DIR, isolated_env, run_python, skill_dirs
 
 SCRIPT = REPO / "scripts" / "install_skills.py"
 spec = importlib.util.spec_from_file_location("install_skills", SCRIPT)
@@ -258,3 +262,81 @@ def test_as_a_command_it_installs_into_HOME(tmp_path):
     installed = run_python([str(SCRIPT), "install", "--skill", SKILLS[1]], tmp_path, env={"HOME": str(home)})
     assert installed.returncode == 0, installed.stderr
     assert (home / ".claude" / "skills" / SKILLS[1] / "SKILL.md").is_file()
+
+
+def start(places, command: str, *args: str) -> subprocess.Popen:
+    """The command started as users start it, in the temporary home and project, without waiting for it."""
+    return subprocess.Popen([sys.executable, str(SCRIPT), command, "--home", str(places / "home"), "--project",
+                             str(places / "project"), *args], cwd=places, env=isolated_env(places),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(process: subprocess.Popen) -> tuple[int, str, str]:
+    out, err = process.communicate(timeout=120)  # a hang guard, not a measure of speed
+    return process.returncode, out, err
+
+
+@contextlib.contextmanager
+def held(folder: Path):
+    """Hold the lock a run of install_skills.py takes on a skills folder: flock on the folder itself."""
+    folder.mkdir(parents=True, exist_ok=True)
+    handle = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(handle)
+
+
+def assert_only_skills_in(root: Path, skills: list[str]):
+    """No staging folder, lock file or half a copy is left: the skills folder holds exactly these skills."""
+    assert sorted(path.name for path in root.iterdir()) == sorted(skills)
+
+
+def test_four_installs_at_once_all_succeed(cli, places):
+    """Without a lock, 1 in 5 of these lost the race (Directory not empty, No such file, a false changed since)."""
+    runs = [start(places, "install", "--agent", "claude") for _ in range(4)]
+    for code, out, err in map(finish, runs):
+        assert code == 0 and "Traceback" not in err, err
+    assert set(states(cli, "--agent", "claude").values()) == {"copy"}
+    assert_only_skills_in(places / ROOTS["claude"], SKILLS)
+
+
+def test_installs_and_uninstalls_at_once_take_turns(cli, places):
+    assert cli("install", "--agent", "claude")[0] == 0
+    runs = [start(places, command, "--agent", "claude") for command in ("uninstall", "install") * 3]
+    for code, out, err in map(finish, runs):
+        assert code == 0 and "Traceback" not in err, err
+    final = set(states(cli, "--agent", "claude").values())
+    assert final in ({"copy"}, {"absent"}), "whichever ran last, every skill is whole or gone"
+    assert_only_skills_in(places / ROOTS["claude"], SKILLS if final == {"copy"} else [])
+
+
+@pytest.mark.parametrize("command", ["install", "uninstall"])
+def test_runs_wait_for_the_one_holding_the_skills_folder_then_all_succeed(cli, places, command):
+    """Deterministic: the test holds the lock, each of four runs says it waits (and changes nothing meanwhile), and
+    once the lock is let go all four finish, one at a time."""
+    root = places / ROOTS["claude"]
+    assert cli("install", "--agent", "claude")[0] == 0
+    before = tree_digest(root)
+    with held(root):
+        runs = [start(places, command, "--agent", "claude") for _ in range(4)]
+        for run in runs:
+            assert "waiting for another install_skills.py run" in run.stderr.readline()
+        assert tree_digest(root) == before, "nothing changes while another run holds the folder"
+    for code, out, err in map(finish, runs):
+        assert code == 0 and "Traceback" not in err, err
+    assert set(states(cli, "--agent", "claude").values()) == {"copy" if command == "install" else "absent"}
+
+
+@pytest.mark.parametrize("command", ["install", "uninstall", "list"])
+def test_a_folder_held_past_wait_is_one_line_exit_3_and_nothing_changes(cli, places, command):
+    """list waits too: read during another run's swap, a whole install looked changed or gone."""
+    root = places / ROOTS["claude"]
+    if command != "install":
+        assert cli("install", "--agent", "claude")[0] == 0
+    before = tree_digest(root) if root.exists() else {}
+    with held(root):
+        assert_refused(cli(command, "--agent", "claude", "--wait", "0"), 3,
+                       f"another install_skills.py run is using {root}")
+    assert tree_digest(root) == before
