@@ -198,23 +198,22 @@ def not_a_folder(path: Path) -> Path | None:
 
 
 def lock(handle: int, folder: Path, wait: float, kind: int) -> None:
-    """flock ``handle`` (``folder``, open); when another run holds it, say so and retry until ``wait`` runs out."""
-    deadline = time.monotonic() + wait
-    try:
-        fcntl.flock(handle, kind | fcntl.LOCK_NB)
-        return
-    except BlockingIOError:
-        print(f"install_skills.py: waiting for another install_skills.py run using {folder} (up to {wait:g} s)",
-              file=sys.stderr, flush=True)
-    while time.monotonic() < deadline:
-        time.sleep(0.05)
+    """flock ``handle`` (``folder``, open); when another run holds it, say so once and retry until ``wait`` runs
+    out."""
+    deadline, said = time.monotonic() + wait, False
+    while True:
         try:
             fcntl.flock(handle, kind | fcntl.LOCK_NB)
             return
         except BlockingIOError:
-            pass
-    raise Busy(f"another install_skills.py run is using {folder} (waited {wait:g} s): nothing changed; run "
-               "again when it has finished, or give it longer with --wait SECONDS")
+            if time.monotonic() >= deadline:
+                raise Busy(f"another install_skills.py run is using {folder} (waited {wait:g} s): nothing changed; "
+                           "run again when it has finished, or give it longer with --wait SECONDS") from None
+            if not said:
+                print(f"install_skills.py: waiting for another install_skills.py run using {folder} "
+                      f"(up to {wait:g} s)", file=sys.stderr, flush=True)
+                said = True
+            time.sleep(0.05)
 
 
 @contextlib.contextmanager
