@@ -3,7 +3,8 @@
 
 Each skill's bare import is timed in the same run (the import its smoke scripts cannot avoid), so the table
 shows how close each script stays to that floor. Each row is printed as its script finishes; on a terminal a
-progress line on stderr names the script running. Exit status: 0 all scripts passed, 1 any failed, 2 usage
+progress line on stderr names the script running. Times are reported, never judged: the exit status follows
+the scripts' results alone. Exit status: 0 all scripts passed (every --repeat run), 1 any failed, 2 usage
 (an unknown --skill or --script, named with the valid ones, or no smoke script to run: nothing run is no pass).
 
 example:

@@ -1,5 +1,7 @@
-"""The harness itself: the offline guard blocks, the per-test timeout fires, devices are parametrized."""
+"""The harness itself: the offline guard blocks, the per-test timeout fires, devices are parametrized, and no test
+asserts on wall-clock time."""
 
+import ast
 import socket
 import sys
 import textwrap
@@ -84,3 +86,50 @@ def test_devices_are_cpu_and_a_gpu_case_that_skips_only_without_cuda():
 
 def test_python_is_3_11():
     assert sys.version_info[:2] == (3, 11)
+
+
+CLOCKS = {"monotonic", "monotonic_ns", "perf_counter", "perf_counter_ns", "time", "time_ns"}
+
+
+def reads_a_clock(node: ast.AST) -> bool:
+    """time.perf_counter() and the like, or perf_counter() imported from time."""
+    return any(isinstance(call, ast.Call) and (
+        isinstance(call.func, ast.Attribute) and call.func.attr in CLOCKS and getattr(call.func.value, "id", "") == "time"
+        or isinstance(call.func, ast.Name) and call.func.id in CLOCKS - {"time"}) for call in ast.walk(node))
+
+
+def time_measurements(tree: ast.AST) -> set[str]:
+    """Names bound to a clock reading minus an earlier one (elapsed = time.perf_counter() - started)."""
+    return {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
+            and any(isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.Sub) and reads_a_clock(sub.left)
+                    for sub in ast.walk(node.value))
+            for target in node.targets if isinstance(target, ast.Name)}
+
+
+def wall_clock_asserts(source: str) -> list[int]:
+    """Lines of asserts on a time taken: a clock difference, a name holding one, or a name saying `elapsed`. A hang
+    guard (`time.monotonic() < deadline` while waiting for an event) measures nothing and is not one."""
+    tree = ast.parse(source)
+    measured = time_measurements(tree)
+    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Assert) and any(
+        isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.Sub) and reads_a_clock(sub.left)
+        or isinstance(sub, ast.Name) and (sub.id in measured or "elapsed" in sub.id) for sub in ast.walk(node.test))]
+
+
+def test_the_wall_clock_check_finds_each_spelling_and_leaves_hang_guards_alone():
+    spellings = {
+        "started = time.monotonic()\nassert time.monotonic() - started < 1.5\n": [2],
+        "t0 = perf_counter()\nelapsed = perf_counter() - t0\nassert findings and elapsed < 5\n": [3],
+        "took = time.time() - t0\nassert took < 2, took\n": [2],
+        "findings, elapsed = timed_found(source)\nassert elapsed < 5.0\n": [2],
+        "deadline = time.monotonic() + 60\nassert time.monotonic() < deadline, 'never started'\n": [],
+        "assert isinstance(row['seconds'], float)\n": [],
+    }
+    assert {source: wall_clock_asserts(source) for source in spellings} == spellings
+
+
+def test_no_test_asserts_on_wall_clock_time():
+    """A busy CI machine runs everything slower: prove speed by counting work, and put timings in `make bench`."""
+    found = [f"{path.relative_to(REPO)}:{line}" for path in sorted((REPO / "tests").rglob("*.py"))
+             for line in wall_clock_asserts(path.read_text(encoding="utf-8"))]
+    assert found == [], found

@@ -42,6 +42,36 @@ WAITING_SCRIPT = textwrap.dedent("""
     parser = build_parser("z_smoke.py", "waits for the test", "python scripts/z_smoke.py")
     sys.exit(run_main(__file__, parser, body, []))
 """)
+# Counts its runs in $RUNS_FILE; the run numbered $FAIL_RUN (if set) fails.
+COUNTING_SCRIPT = textwrap.dedent("""
+    import os
+    import sys
+    from smoke_contract import build_parser, run_main
+
+    def body(run):
+        with open(os.environ["RUNS_FILE"], "a") as runs:
+            runs.write("run\\n")
+        with open(os.environ["RUNS_FILE"]) as runs:
+            number = len(runs.readlines())
+        run.check("not-the-failing-run", str(number) != os.environ.get("FAIL_RUN"), f"run {number}")
+
+    parser = build_parser("count_smoke.py", "counts its runs", "python scripts/count_smoke.py")
+    sys.exit(run_main(__file__, parser, body, []))
+""")
+
+# Runs the runner (argv[1]) as its command line does, naming on stderr every process it starts (an audit hook).
+WATCH_PROCESSES = textwrap.dedent("""
+    import os, runpy, sys
+
+    def name_started(event, args):
+        if event == "subprocess.Popen":
+            print("started a process:", args[1], file=sys.stderr)
+
+    sys.addaudithook(name_started)
+    sys.argv = sys.argv[1:]
+    sys.path.insert(0, os.path.dirname(sys.argv[0]))
+    runpy.run_path(sys.argv[0], run_name="__main__")
+""")
 
 
 def make_skill(root, name, scripts):
@@ -90,11 +120,11 @@ def test_a_run_with_no_smoke_scripts_is_not_a_pass(tmp_path):
     (["--rep", "1", "--skill", "composer-trainin"], "unrecognized arguments: --rep"),
 ])
 def test_an_unknown_name_runs_nothing_and_names_the_valid_ones(tmp_path, args, named):
-    """Checked before anything runs (not even the CUDA probe of --device all), so a typo answers at once."""
-    started = time.monotonic()
-    result = run_python([str(RUNNER), *args, "--json"], tmp_path)
+    """Checked before anything runs (not even the CUDA probe of --device all), so a typo answers at once: proven
+    by the processes the runner starts (none), not by a clock."""
+    result = run_python(["-c", WATCH_PROCESSES, str(RUNNER), *args, "--json"], tmp_path)
     assert_one_line_error(result, 2, named)
-    assert result.stdout == "" and time.monotonic() - started < 1.5
+    assert result.stdout == "" and "started a process:" not in result.stderr, result.stderr
 
 
 def read_until(fd: int, wanted: bytes, seconds: float) -> bytes:
@@ -136,3 +166,19 @@ def test_rows_print_as_scripts_finish_with_a_progress_line_on_a_terminal(tmp_pat
         runner.wait()
         runner.stdout.close()
         os.close(terminal)
+
+
+@pytest.mark.parametrize("fail_run, code", [(None, 0), ("2", 1)])
+def test_repeat_runs_each_script_that_often_and_only_a_failed_run_fails(tmp_path, fail_run, code):
+    """`make bench` (--repeat 3) reports the median time of three runs: each run is counted, and the exit code
+    follows the scripts' results alone (no time is ever a failure)."""
+    make_skill(tmp_path / "skills", "demo-skill", [])
+    (tmp_path / "skills" / "demo-skill" / "scripts" / "count_smoke.py").write_text(COUNTING_SCRIPT)
+    runs = tmp_path / "runs.txt"
+    env = {"RUNS_FILE": str(runs), **({"FAIL_RUN": fail_run} if fail_run else {})}
+    result = run_python([str(RUNNER), "--skills-dir", str(tmp_path / "skills"), "--device", "cpu", "--repeat", "3",
+                         "--json"], tmp_path, env=env)
+    assert result.returncode == code, result.stderr
+    [row] = json.loads(result.stdout)["rows"]
+    assert runs.read_text().count("run") == 3 and isinstance(row["seconds"], float)
+    assert row["ok"] == (fail_run is None) and ("not-the-failing-run" in row["error"]) == (fail_run is not None)
