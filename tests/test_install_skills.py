@@ -265,14 +265,15 @@ def test_as_a_command_it_installs_into_HOME(tmp_path):
 
 
 def start(places, command: str, *args: str) -> subprocess.Popen:
-    """The command started as users start it, in the temporary home and project, without waiting for it."""
+    """The command started as users start it, in the temporary home and project, without waiting for it; --wait
+    240 so that on a loaded machine a run waiting its turn is never refused (a hang guard, not a measure)."""
     return subprocess.Popen([sys.executable, str(SCRIPT), command, "--home", str(places / "home"), "--project",
-                             str(places / "project"), *args], cwd=places, env=isolated_env(places),
+                             str(places / "project"), "--wait", "240", *args], cwd=places, env=isolated_env(places),
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def finish(process: subprocess.Popen) -> tuple[int, str, str]:
-    out, err = process.communicate(timeout=120)  # a hang guard, not a measure of speed
+    out, err = process.communicate(timeout=280)  # a hang guard, not a measure of speed
     return process.returncode, out, err
 
 
