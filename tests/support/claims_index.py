@@ -23,6 +23,7 @@ UB = "tests/test_claims_unbound.py::"
 FDC = "tests/test_fault_drills_composer.py::"
 FDT = "tests/test_fault_drills_transformers.py::"
 HC = "tests/test_hostile_composer.py::"
+CG = "tests/test_composer_guesses.py::"
 TA = "tests/test_transformers_api.py::"
 TSC = "tests/test_transformers_scripts.py::"
 DT = "tests/test_distributed_transformers.py::"
@@ -65,7 +66,13 @@ CLAIMS = [
 
     # ---- composer-training references/troubleshooting.md
     (CT, "`Trainer` takes keyword arguments only. Fix:", ["error:trainer-positional"]),
+    (CT, "From `import composer` (or `from composer import Trainer`) where torch is not installed", [
+        "error:composer-without-torch", CG + "test_composer_without_torch_fails_at_import_and_env_check_names_the_fix",
+        "tests/test_env_check.py::test_faked_newer_torch_fails_with_the_pip_line"]),
     (CT, "A warning, easy to miss: training runs with SGD at lr 0.1.", ["error:no-optimizer"]),
+    (CT, "`ComposerClassifier(module=net, num_classes=5)` where `net` has its own", [
+        "error:classifier-num-classes-mismatch",
+        CG + "test_a_modules_own_num_classes_wins_over_the_argument_with_a_warning"]),
     (CT, "`dur` is a fraction of `max_duration`, so it cannot define it.", [
         "error:max-duration-dur", CC + "test_preflight_reports_composers_own_message[dur]"]),
     (CT, 'as `max_duration` (or `fit(duration=...)`)', [
@@ -145,6 +152,9 @@ CLAIMS = [
         CC + "test_preflight_accepts_what_composer_runs[integer-microbatch]"]),
     (CT, "Raised at the first batch. Fix: an integer number of samples.", [
         "error:microbatch-float", CC + "test_float_microbatch_is_accepted_by_the_constructor_and_fails_at_the_first_batch"]),
+    (CT, "At the first eval batch, when the eval loader has no `batch_size`", [
+        "error:eval-loader-without-batch-size",
+        CG + "test_an_eval_loader_without_a_batch_size_needs_the_evaluators_microbatch_size"]),
     (CT, "Samples are counted from dim 0 of every tensor in the batch.", [
         "error:batch-size-ambiguous", CC + "test_default_split_and_sample_counting"]),
     (CT, "(and workers) was iterated before it reached Composer", [

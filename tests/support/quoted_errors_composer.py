@@ -345,3 +345,48 @@ def _(tmp):
     first.fit(duration="1ba")
     first.close()
     return raised(job)
+
+
+@produces("eval-loader-without-batch-size")
+def _(tmp):
+    from torch.utils.data import BatchSampler, DataLoader, SequentialSampler
+
+    data = _loader(10).dataset
+    batches = DataLoader(data, batch_sampler=BatchSampler(SequentialSampler(data), batch_size=4, drop_last=False))
+    return raised(lambda: _trainer(eval_dataloader=batches).eval())
+
+
+@produces("classifier-num-classes-mismatch")
+def _(tmp):
+    import torch
+    from composer.models import ComposerClassifier
+
+    class Net(torch.nn.Linear):
+        num_classes = 3
+
+    return _warned(lambda: ComposerClassifier(module=Net(8, 3), num_classes=5))
+
+
+def torchless_site(tmp: Path) -> Path:
+    """tmp/site-packages: a link to every installed distribution but torch's, to be an interpreter's only site
+    folder (python -I -S, the folder appended to sys.path): the installed files, with torch not installed."""
+    import importlib.util
+
+    installed = Path(importlib.util.find_spec("composer").origin).parent.parent
+    site = tmp / "site-packages"
+    site.mkdir(parents=True)
+    for entry in installed.iterdir():
+        if entry.name != "torch" and not entry.name.startswith("torch-"):
+            (site / entry.name).symlink_to(entry)
+    return site
+
+
+@produces("composer-without-torch")
+def _(tmp):
+    import subprocess
+    import sys
+
+    probe = f"import sys; sys.path.append({str(torchless_site(tmp))!r}); import composer"
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0, "composer imported without torch"
+    return done.stderr.strip().splitlines()[-1]

@@ -1,0 +1,299 @@
+"""Issue #23, "What agents had to guess", the Composer items, proved on the installed mosaicml 0.32.1: how evaluation
+is split into microbatches (12), reading a generated run name back without unpickling code (13), job names and the
+repair in jobs.md's shared-root pattern (14), `ComposerClassifier`'s `num_classes`, an install without torch and a
+first run kept small (18). Item 17's plain-SGD case is test_truth_pass.py's
+test_ignoring_the_head_without_weights_only_keeps_the_old_optimizer_state. Composer is imported inside the tests:
+the latest leg has no mosaicml."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import os
+import re
+import threading
+import warnings
+from pathlib import Path
+
+import pytest
+
+from support.composer_kit import classifier, loader, trainer
+from support.docs import REPO, blocks, runnable_blocks
+from support.harness import run_command
+from support.quoted_errors import PRODUCERS
+from support.quoted_errors_composer import torchless_site
+
+pytestmark = pytest.mark.composer
+
+SKILL = REPO / "skills" / "composer-training"
+JOBS = SKILL / "references" / "jobs.md"
+CHECKPOINTING = SKILL / "references" / "checkpointing-and-time.md"
+
+
+def doc_definitions(doc: Path, *names: str) -> dict:
+    """Every import of ``doc``'s runnable python blocks and the functions ``names`` it defines, run in one namespace
+    (what a reader copies from the page), without the blocks' other statements."""
+    kept = []
+    for block in runnable_blocks(doc, "python"):
+        kept += [node for node in ast.parse(block.source).body if isinstance(node, (ast.Import, ast.ImportFrom))
+                 or (isinstance(node, ast.FunctionDef) and node.name in names)]
+    namespace: dict = {}
+    exec(compile(ast.Module(body=kept, type_ignores=[]), str(doc), "exec"), namespace)  # noqa: S102
+    assert set(names) <= set(namespace), f"{doc.name} defines no {set(names) - set(namespace)}"
+    return namespace
+
+
+# ---- 12. eval microbatches ----------------------------------------------------------------------------------------
+
+def recording_classifier(seen: list[int]):
+    """The kit's classifier, recording the number of samples of every batch its eval_forward gets."""
+    from composer.models import ComposerClassifier
+
+    class Recording(ComposerClassifier):
+        def eval_forward(self, batch, outputs=None):
+            seen.append(len(batch[0]))
+            return super().eval_forward(batch, outputs)
+
+    return Recording(module=classifier().module, num_classes=3)
+
+
+def evaluate(eval_dataloader, **settings) -> tuple[list[int], dict[str, float]]:
+    """The batch sizes eval_forward saw and the metrics of ``trainer.eval()`` (eval alone: no training step)."""
+    seen: list[int] = []
+    run = trainer(model=recording_classifier(seen), eval_dataloader=eval_dataloader, **settings)
+    run.eval()
+    (metrics,) = run.state.eval_metrics.values()
+    return seen, {name: float(metric.compute()) for name, metric in metrics.items()}
+
+
+def batch_sampler_loader():
+    """Batches of 4 of 10 samples from a batch_sampler: the DataLoader's batch_size is None."""
+    from torch.utils.data import BatchSampler, DataLoader, SequentialSampler
+
+    data = loader(10).dataset
+    return DataLoader(data, batch_sampler=BatchSampler(SequentialSampler(data), batch_size=4, drop_last=False))
+
+
+def mean_of_piece_means(pieces: list[int]) -> float:
+    """The kit's classifier's cross-entropy on loader(10): the mean over pieces of each piece's mean."""
+    import torch
+
+    inputs, targets = loader(10).dataset.tensors
+    with torch.no_grad():
+        losses = torch.nn.functional.cross_entropy(classifier().module(inputs), targets, reduction="none")
+    return float(torch.stack([piece.mean() for piece in losses.split(pieces)]).mean())
+
+
+def test_eval_forwards_each_eval_batch_whole_unless_its_evaluator_sets_a_microbatch_size():
+    import inspect
+
+    from composer import Trainer
+    from composer.core import Evaluator
+
+    assert "device_eval_microbatch_size" not in inspect.signature(Trainer).parameters  # the Evaluator's alone
+    assert inspect.signature(Evaluator).parameters["device_eval_microbatch_size"].default is None
+    whole, whole_metrics = evaluate(loader(10, batch_size=4))
+    assert whole == [4, 4, 2]  # the eval loader's batches, as they come
+    assert evaluate(loader(10, batch_size=4), device_train_microbatch_size=2)[0] == [4, 4, 2]  # not the train size
+    default = Evaluator(label="val", dataloader=loader(10, batch_size=4))
+    assert default.device_eval_microbatch_size == 4  # None -> the loader's batch_size
+    split, split_metrics = evaluate(Evaluator(label="val", dataloader=loader(10, batch_size=4),
+                                              device_eval_microbatch_size=3))
+    assert split == [3, 1, 3, 1, 2]  # each batch cut into pieces of 3; the rest of a batch is a piece of its own
+    # Accuracy counts samples: the same however the set is cut. Composer's CrossEntropy averages the pieces' means.
+    one_batch = evaluate(loader(10, batch_size=10))[1]
+    assert whole_metrics["MulticlassAccuracy"] == split_metrics["MulticlassAccuracy"] == one_batch["MulticlassAccuracy"]
+    assert one_batch["CrossEntropy"] == pytest.approx(mean_of_piece_means([10]))  # the mean over samples
+    assert whole_metrics["CrossEntropy"] == pytest.approx(mean_of_piece_means([4, 4, 2]))
+    assert split_metrics["CrossEntropy"] == pytest.approx(mean_of_piece_means([3, 1, 3, 1, 2]))
+    assert len({round(metrics["CrossEntropy"], 4) for metrics in (one_batch, whole_metrics, split_metrics)}) == 3
+
+
+def test_training_runs_eval_forward_on_its_own_microbatches_for_the_train_metrics():
+    from composer.core import Evaluator
+
+    seen: list[int] = []
+    run = trainer(model=recording_classifier(seen), max_duration="1ba", device_train_microbatch_size=2,
+                  eval_dataloader=Evaluator(label="val", dataloader=loader(10, batch_size=4),
+                                            device_eval_microbatch_size=3))
+    run.fit()  # one training batch of 4 in microbatches of 2, then the eval at the end of fit
+    assert seen == [2, 2] + [3, 1, 3, 1, 2]
+
+
+def test_an_eval_loader_without_a_batch_size_needs_the_evaluators_microbatch_size(tmp_path):
+    from composer.core import Evaluator
+
+    assert batch_sampler_loader().batch_size is None
+    message = PRODUCERS["eval-loader-without-batch-size"](tmp_path)
+    assert message == "TypeError: '<' not supported between instances of 'int' and 'NoneType'"
+    sized = Evaluator(label="val", dataloader=batch_sampler_loader(), device_eval_microbatch_size=4)
+    assert evaluate(sized)[0] == [4, 4, 2]
+
+
+def test_automatic_eval_microbatching_is_gpu_only():
+    from composer.core import Evaluator
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "auto" is experimental: Composer warns first
+        automatic = Evaluator(label="val", dataloader=loader(8), device_eval_microbatch_size="auto")
+    with pytest.raises(ValueError, match="Can only use adaptive device_eval_microbatch_size on GPU"):
+        evaluate(automatic)
+
+
+# ---- 13. a generated run name, read back ---------------------------------------------------------------------------
+
+def test_a_generated_run_name_reads_back_without_unpickling_code(tmp_path, preflight):
+    inspect_checkpoint = doc_definitions(CHECKPOINTING, "inspect_checkpoint")["inspect_checkpoint"]
+    generated = trainer(max_duration="2ba", save_folder=str(tmp_path / "{run_name}"))
+    generated.fit()
+    generated.close()
+    name, checkpoint = generated.state.run_name, Path(generated.saved_checkpoints[-1])
+    assert checkpoint.parent == tmp_path / name
+    assert inspect_checkpoint(checkpoint)["state"]["run_name"] == name  # torch.load(weights_only=True) + plain types
+    code, checks = preflight("--max-duration", "4ba", "--load-path", str(checkpoint))
+    assert code == 0 and f"run {name!r} at 2ba" in checks["load.checkpoint"]["detail"]
+    fresh = trainer(max_duration="4ba", save_folder=str(tmp_path / "{run_name}"), load_path=str(checkpoint))
+    assert fresh.state.run_name != name  # not restored: without run_name=, a new name and a new folder
+    fresh.close()
+
+
+def test_the_resume_sections_block_continues_a_generated_run_in_its_folder(tmp_path):
+    """The block of checkpointing-and-time.md that reads the name back, run on its own with the page's set-up."""
+    (block,) = [block for block in runnable_blocks(CHECKPOINTING, "python")
+                if 'inspect_checkpoint(checkpoint)["state"]["run_name"]' in block.source]
+    page = doc_definitions(CHECKPOINTING, "inspect_checkpoint", "make_model", "make_trainer")
+    page.update(root=tmp_path, data=loader().dataset)
+    exec(compile(block.source, block.where, "exec"), page)  # noqa: S102 - the documented code is the subject
+    folder = page["checkpoint"].parent
+    assert page["name"] == folder.name and page["name"] == page["generated"].state.run_name
+    assert [path.name for path in (tmp_path / "gen").iterdir()] == [folder.name]  # one run, one folder
+    assert sorted(path.name for path in folder.iterdir()) == ["ep0-ba2-rank0.pt", "ep0-ba4-rank0.pt",
+                                                              "latest-rank0.pt"]
+
+
+# ---- 14. job names and the repair in the shared-root pattern -------------------------------------------------------
+
+def test_a_run_name_goes_into_the_path_so_a_hostile_one_escapes_the_root_or_breaks_the_relaunch(tmp_path):
+    root = tmp_path / "root"
+
+    def job(name, **extra):
+        return trainer(max_duration="2ba", run_name=name, save_folder=str(root / "{run_name}"), autoresume=True,
+                       **extra)
+
+    escaping = job("../escaped")
+    escaping.fit()
+    escaping.close()
+    assert (tmp_path / "escaped" / "latest-rank0.pt").is_symlink()  # beside the root, not in it
+    braced = job("a{b}")
+    braced.fit(duration="1ba")
+    braced.close()
+    with pytest.raises(KeyError, match="'b'"):  # the relaunch formats the found path again
+        job("a{b}")
+
+
+HOSTILE_NAMES = ["../x", "..", ".", "a/b", "/tmp/x", "a{b}", "{rank}", "x{", "a}b", "", "-rf", "a\nb", "a" * 101]
+
+
+def test_the_shared_root_pattern_refuses_a_job_name_that_is_not_one_plain_folder_name():
+    checked_job_name = doc_definitions(JOBS, "checked_job_name")["checked_job_name"]
+    for good in ("job-a", "run_2.v1", "A", "a" * 100):
+        assert checked_job_name(good) == good
+    for hostile in HOSTILE_NAMES:
+        with pytest.raises(ValueError) as refused:
+            checked_job_name(hostile)
+        assert str(refused.value).startswith(f"job name {hostile!r}: ") and "\n" not in str(refused.value), hostile
+    pattern = next(block.source for block in runnable_blocks(JOBS, "python") if "def checked_job_name(" in block.source)
+    assert 'job = Path("shared-root"), checked_job_name(' in pattern  # the pattern calls it on the name it uses
+
+
+def finishes(function, *args, seconds: float = 20) -> tuple[bool, BaseException | None]:
+    """Whether ``function(*args)`` returned within ``seconds``, and what it raised."""
+    raised: list[BaseException] = []
+
+    def call():
+        try:
+            function(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            raised.append(exc)
+
+    worker = threading.Thread(target=call, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    return not worker.is_alive(), (raised or [None])[0]
+
+
+def test_the_repair_reads_only_regular_checkpoint_files(tmp_path):
+    repair = doc_definitions(JOBS, "repair_before_relaunch")["repair_before_relaunch"]
+    saved = trainer(max_duration="2ba", save_folder=str(tmp_path / "other"), save_interval="1ba")
+    saved.fit()
+    saved.close()
+    folder = tmp_path / "job"
+    folder.mkdir()
+    for name in ("ep0-ba1-rank0.pt", "ep0-ba2-rank0.pt"):
+        (folder / name).write_bytes((tmp_path / "other" / name).read_bytes())
+    (folder / "ep0-ba3-rank0.pt").write_bytes((folder / "ep0-ba2-rank0.pt").read_bytes()[:10_000])  # torn
+    odd = {"ep0-ba9-rank0.pt": "a folder", "ep0-ba8-rank0.pt": "a pipe", "ep0-ba7-rank0.pt": "a link",
+           "epX-ba1-rank0.pt": "a zip under another name"}
+    (folder / "ep0-ba9-rank0.pt").mkdir()
+    os.mkfifo(folder / "ep0-ba8-rank0.pt")  # opening it to read blocks until someone writes
+    (folder / "ep0-ba7-rank0.pt").symlink_to(tmp_path / "other" / "ep0-ba2-rank0.pt")  # a file outside the folder
+    (folder / "epX-ba1-rank0.pt").write_bytes((folder / "ep0-ba1-rank0.pt").read_bytes())
+    done, error = finishes(repair, folder)
+    if not done:  # release the reader stuck on the pipe, then fail
+        with contextlib.suppress(OSError):
+            os.close(os.open(folder / "ep0-ba8-rank0.pt", os.O_WRONLY | os.O_NONBLOCK))
+    assert done, "the repair opened the pipe and blocked"
+    assert error is None, repr(error)
+    assert sorted(path.name for path in folder.iterdir()) == sorted(
+        ["ep0-ba1-rank0.pt", "ep0-ba2-rank0.pt", "ep0-ba3-rank0.pt.partial", "latest-rank0.pt", *odd])
+    assert (folder / "latest-rank0.pt").readlink() == Path("ep0-ba2-rank0.pt")  # not the link to another folder
+
+
+# ---- 18. ComposerClassifier's num_classes, an install without torch, a small first run -----------------------------
+
+def test_a_modules_own_num_classes_wins_over_the_argument_with_a_warning():
+    import torch
+    from composer.models import ComposerClassifier
+
+    class Net(torch.nn.Linear):
+        num_classes = 3
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = ComposerClassifier(module=Net(8, 3), num_classes=5)
+    assert [str(warning.message) for warning in caught] == [
+        "Specified num_classes=5 does not match model num_classes=3.Using model num_classes."]
+    assert model.num_classes == 3
+    assert {metric.num_classes for name, metric in model.get_metrics(is_train=False).items()
+            if name == "MulticlassAccuracy"} == {3}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert ComposerClassifier(module=Net(8, 3)).num_classes == 3  # no argument: no warning
+        assert ComposerClassifier(module=torch.nn.Linear(8, 5), num_classes=5).num_classes == 5  # no attribute
+
+
+def test_composer_without_torch_fails_at_import_and_env_check_names_the_fix(tmp_path):
+    import sys
+
+    message = PRODUCERS["composer-without-torch"](tmp_path / "import")
+    assert message == "ModuleNotFoundError: No module named 'torch'"
+    site = torchless_site(tmp_path / "doctor")
+    assert not (site / "torch").exists() and (site / "composer").is_dir() and (site / "torchvision").is_dir()
+    scripts = SKILL / "scripts"
+    bootstrap = (f"import runpy, sys; sys.path[:0] = [{str(scripts)!r}]; sys.path.append({str(site)!r}); "
+                 f"sys.argv = ['env_check.py', '--json', '--device', 'cpu']; "
+                 f"runpy.run_path({str(scripts / 'env_check.py')!r}, run_name='__main__')")
+    result = run_command([sys.executable, "-I", "-S", "-c", bootstrap], tmp_path / "run")
+    assert result.returncode == 3, result.stderr[-2000:]
+    assert result.json["error"] == "missing torch; fix: pip install torch==2.7.0"
+
+
+def test_fast_start_keeps_the_first_run_small_before_algorithms_launchers_or_loggers():
+    text = (SKILL / "SKILL.md").read_text(encoding="utf-8")
+    fast_start = text.split("## Fast start", 1)[1].split("\n## ", 1)[0]
+    assert re.search(r"no algorithms,\s+launchers or loggers", fast_start), fast_start
+    minimal = next(block for block in blocks(SKILL / "SKILL.md") if "trainer.fit()" in block.source)
+    calls = [node for node in ast.walk(ast.parse(minimal.source))
+             if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Trainer"]
+    keywords = {keyword.arg for call in calls for keyword in call.keywords}
+    assert calls and not keywords & {"algorithms", "loggers", "callbacks", "profiler", "parallelism_config"}
