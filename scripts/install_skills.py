@@ -142,7 +142,7 @@ def changes_since_install(copy: Path, recorded: dict[str, str]) -> tuple[list[st
             elif entry.is_file(follow_symlinks=False) and name in recorded:
                 found[name] = digest(entry.path)
             elif name != MARKER:
-                added.append(f"{name}/" if is_folder else name)
+                added.append(shown(f"{name}/" if is_folder else name))
 
     scan(copy, PurePosixPath())
     return sorted(name for name in recorded if found.get(name) != recorded[name]), added
@@ -253,8 +253,8 @@ def lock(handle: int, folder: Path, wait: float, kind: int) -> None:
             return
         except BlockingIOError:
             if time.monotonic() >= deadline:
-                raise Busy(f"another install_skills.py run is using {shown(folder)} (waited {wait:g} s): nothing changed; "
-                           "run again when it has finished, or give it longer with --wait SECONDS") from None
+                raise Busy(f"another install_skills.py run is using {shown(folder)} (waited {wait:g} s): nothing "
+                           "changed; run again when it has finished, or give it longer with --wait SECONDS") from None
             if not said:
                 print(f"install_skills.py: waiting for another install_skills.py run using {shown(folder)} "
                       f"(up to {wait:g} s)", file=sys.stderr, flush=True)
@@ -301,7 +301,8 @@ def selected(args, skills: dict[str, Path]) -> list[tuple[str, str, Path, Path]]
     """(agent, skill, source, destination) for every pair the arguments select."""
     unknown = [name for name in args.skill or [] if name not in skills]
     if unknown:
-        raise UsageError(f"unknown skill {unknown[0]!r}; this bundle has: {', '.join(skills) or 'none'}")
+        raise UsageError(f"unknown skill '{shown(unknown[0])}'; this bundle has: "
+                         f"{', '.join(map(shown, skills)) or 'none'}")
     agents = list(AGENTS) if "all" in args.agent else list(dict.fromkeys(args.agent))
     for root, label in ((args.home, "--home"), (args.project, "--project")):
         if any(AGENTS[agent][0] == label[2:] for agent in agents) and not root.is_dir():
@@ -350,12 +351,12 @@ def command_install(args, skills: dict[str, Path]) -> list[str]:
             try:
                 install_one(source, files[name], dest, args.mode, args.invoke_only)
             except OSError as exc:
-                raise Failed(f"{agent}: could not install {name} into {shown(dest.parent)}: {exc.strerror}; "
+                raise Failed(f"{agent}: could not install {shown(name)} into {shown(dest.parent)}: {exc.strerror}; "
                              + ("the installs listed above were done" if done else "nothing was installed"),
                              done) from exc
             verb = {"absent": "installed", "foreign": "replaced a different skill with"}.get(state, "updated")
             extra = ", invoke-only" if args.invoke_only else ""
-            done.append(f"{agent}: {verb} {name} -> {shown(dest)} ({args.mode}{extra})")
+            done.append(f"{agent}: {verb} {shown(name)} -> {shown(dest)} ({args.mode}{extra})")
     return done
 
 
@@ -373,14 +374,14 @@ def command_uninstall(args, skills: dict[str, Path]) -> list[str]:
                 hint = " (pass --force to remove it anyway)" if state == "modified" else ""
                 left_alone.append(f"{agent}: {shown(dest)} holds {why}{hint}")
             elif state == "absent":
-                done.append(f"{agent}: {name} was not installed at {shown(dest)}")
+                done.append(f"{agent}: {shown(name)} was not installed at {shown(dest)}")
             else:
                 try:
                     discard(dest)
                 except OSError as exc:
-                    raise Failed(f"{agent}: could not remove {name} from {shown(dest.parent)}: {exc.strerror}",
+                    raise Failed(f"{agent}: could not remove {shown(name)} from {shown(dest.parent)}: {exc.strerror}",
                                  done) from exc
-                done.append(f"{agent}: removed {name} from {shown(dest)} ({state})")
+                done.append(f"{agent}: removed {shown(name)} from {shown(dest)} ({state})")
     if left_alone:
         raise Refused("left alone: " + "; ".join(left_alone), done)
     return done
@@ -440,7 +441,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.json:
                 print(json.dumps(rows, indent=2))
             for row in [] if args.json else rows:
-                print(f"{row['agent']:<15} {row['skill']:<24} {row['state']:<9} {shown(row['path'])}  "
+                print(f"{row['agent']:<15} {shown(row['skill']):<24} {row['state']:<9} {shown(row['path'])}  "
                       f"({row['detail']})")
             return 0
         for line in (command_install if args.command == "install" else command_uninstall)(args, skills):
