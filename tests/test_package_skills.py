@@ -254,10 +254,11 @@ def test_names_that_are_not_utf8_print_as_x_escapes_even_on_a_strict_stdout(tmp_
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 def test_a_signal_midway_leaves_no_temporary_zip(tmp_path, signum):
-    """The signal arrives (for real, sent by the process to itself) as the first zip is being written: the hidden
-    .<skill>-XXXX.zip was left in --out; now one line, exit 128 + the signal, no file."""
+    """The signal arrives (for real, sent by the process to itself) as the second zip is finished, the first one
+    already written under its hidden temporary name: the hidden .<skill>-XXXX.zip was left in --out; now one line,
+    exit 128 + the signal, no file."""
     skills = copy_skills(tmp_path)
-    result = run_python([str(SIGNAL_AT), signum.name, "open", "1", ".zip", str(SCRIPT), "--skills-dir", str(skills),
+    result = run_python([str(SIGNAL_AT), signum.name, "os.chmod", "2", ".zip", str(SCRIPT), "--skills-dir", str(skills),
                          "--out", str(tmp_path / "dist")], tmp_path, timeout=60)
     assert_one_line_error(result, 128 + signum, f"interrupted by {signum.name}")
     assert not list((tmp_path / "dist").iterdir())
