@@ -24,7 +24,8 @@ UTF-8, a name that is not UTF-8 or holds a backslash or control character (paths
 characters escaped: \\xe9, \\n). A copy is built beside its destination and swapped in by renames (the old one
 renamed aside, the new one renamed in, then the old one deleted), so a run killed midway leaves each skill whole,
 or absent, never half deleted; the next install or uninstall removes what such a run left
-(.<skill>.training-skills-new/-old, and the .<skill>-XXXXXXXX staging folders of older versions).
+(.<skill>.training-skills-new/-old, and the .<skill>-XXXXXXXX staging folders of older versions that hold
+only <skill>/).
 
 example:
   python scripts/install_skills.py install --agent claude --skill composer-training
@@ -72,8 +73,9 @@ AGENTS = {
 CLAUDE_AGENTS = {"claude", "claude-project"}
 # Beside <skill> while a run swaps it: the copy being built, the old one on its way out.
 NEW, OLD = ".training-skills-new", ".training-skills-old"
-# What a killed run leaves: those two, and the tempfile.mkdtemp staging folders of earlier versions of this script.
-LEFTOVER = re.compile(rf"\.(?P<skill>.+?)(?:{re.escape(NEW)}|{re.escape(OLD)}|-[a-z0-9_]{{8}})")
+# What a killed run leaves: those two, and the staging folders of earlier versions of this script (a
+# tempfile.mkdtemp .<skill>-XXXXXXXX holding nothing but <skill>/).
+LEFTOVER = re.compile(rf"\.(?P<skill>.+?)(?:{re.escape(NEW)}|{re.escape(OLD)}|(?P<legacy>-[a-z0-9_]{{8}}))")
 INVOKE_ONLY_KEY = "disable-model-invocation"
 WAIT_S = 60.0
 
@@ -229,9 +231,13 @@ def clean_leftovers(folder: Path, skills: dict[str, Path]) -> None:
     holding the folder's lock, so it is never another run's work in progress."""
     for entry in sorted(os.scandir(folder), key=lambda entry: entry.name):
         match = LEFTOVER.fullmatch(entry.name)
-        if match and match["skill"] in skills:
-            remove(Path(entry.path))
-            print(f"install_skills.py: removed {shown(entry.path)}, left by an interrupted run", file=sys.stderr)
+        if not match or match["skill"] not in skills:
+            continue
+        if match["legacy"] and not (entry.is_dir(follow_symlinks=False)
+                                    and set(os.listdir(entry.path)) <= {match["skill"]}):
+            continue  # .<skill>-settings/ of the user's, say
+        remove(Path(entry.path))
+        print(f"install_skills.py: removed {shown(entry.path)}, left by an interrupted run", file=sys.stderr)
 
 
 def not_a_folder(path: Path) -> Path | None:

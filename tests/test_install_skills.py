@@ -372,14 +372,16 @@ def test_a_run_killed_midway_leaves_the_skill_whole_or_absent_and_the_next_run_c
 
 
 def test_staging_folders_of_killed_runs_are_removed_and_nothing_else(cli, places):
-    """tempfile.mkdtemp staging folders of earlier versions (.<skill>-XXXXXXXX) and this version's
-    .<skill>.training-skills-new/-old go; hidden folders that are not named so stay."""
+    """tempfile.mkdtemp staging folders of earlier versions (.<skill>-XXXXXXXX holding only <skill>/) and this
+    version's .<skill>.training-skills-new/-old go; hidden folders that are not named or filled so stay."""
     root = places / ROOTS["claude"]
-    leftovers = [f".{SKILLS[0]}-k3x_9q2a", f".{SKILLS[0]}.training-skills-new", f".{SKILLS[1]}.training-skills-old"]
-    kept = [".notes", f".{SKILLS[0]}-notes", ".other-skill-k3x_9q2a"]
+    leftovers = [f".{SKILLS[0]}-k3x_9q2a/{SKILLS[0]}", f".{SKILLS[0]}.training-skills-new",
+                 f".{SKILLS[1]}.training-skills-old"]
+    kept = [".notes", f".{SKILLS[0]}-notes", ".other-skill-k3x_9q2a", f".{SKILLS[0]}-settings"]
     for name in leftovers + kept:
         (root / name / "scripts").mkdir(parents=True)
         (root / name / "scripts" / "half.py").write_text("half\n")
+    leftovers[0] = f".{SKILLS[0]}-k3x_9q2a"
     code, out, err = cli("install", "--agent", "claude", "--skill", SKILLS[0])
     assert code == 0, err
     assert all(f"removed {root / name}, left by an interrupted run" in err for name in leftovers), err
