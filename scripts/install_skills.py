@@ -18,6 +18,14 @@ only when you invoke it by name (/composer-training); the bundle's own SKILL.md 
 Runs on one skills folder take turns: each holds a lock on the folder itself (flock, so nothing is written
 into it) while it reads and changes it; a run that finds the folder held says so and waits up to --wait
 seconds (default 60).
+A skill is a folder holding SKILL.md. Before changing anything, install refuses, naming it, what package_skills.py
+refuses in a skill: a symlink, FIFO or other special file, a file or folder it cannot read, a SKILL.md that is not
+UTF-8, a name that is not UTF-8 or holds a backslash or control character (paths are printed with such bytes and
+characters escaped: \\xe9, \\n). A copy is built beside its destination and swapped in by renames (the old one
+renamed aside, the new one renamed in, then the old one deleted), so a run killed midway leaves each skill whole,
+or absent, never half deleted; the next install or uninstall removes what such a run left
+(.<skill>.training-skills-new/-old, and the .<skill>-XXXXXXXX staging folders of older versions that hold
+only <skill>/).
 
 example:
   python scripts/install_skills.py install --agent claude --skill composer-training
@@ -30,7 +38,8 @@ exit codes:
   1  a different skill of the same name is in the way: install changes nothing, uninstall removes the
      rest and leaves that one alone
   2  usage error (unknown skill or agent, a directory that does not exist, a file where a skills folder must
-     be made, a folder the file system will not let this script write, an option combination that cannot work)
+     be made, a folder the file system will not let this script write, an option combination that cannot work,
+     anything the paragraph above refuses in a skill); what was installed before the error is listed on stdout
   3  another run of this script held a skills folder for longer than --wait: nothing changed
 """
 
@@ -39,15 +48,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
-import fnmatch
 import hashlib
 import json
+import math
 import os
+import re
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path, PurePosixPath
+
+from skill_tree import SkillTreeError, find_skills, read_skill_md, shown, skill_entries
 
 REPO = Path(__file__).resolve().parent.parent
 MARKER = ".training-skills-install.json"
@@ -60,8 +71,11 @@ AGENTS = {
     "agents-project": ("project", ".agents/skills"),
 }
 CLAUDE_AGENTS = {"claude", "claude-project"}
-# Build litter and editor files never belong in an installed skill.
-IGNORED = ("__pycache__", "*.pyc", "*.pyo", ".*")
+# Beside <skill> while a run swaps it: the copy being built, the old one on its way out.
+NEW, OLD = ".training-skills-new", ".training-skills-old"
+# What a killed run leaves: those two, and the staging folders of earlier versions of this script (a
+# tempfile.mkdtemp .<skill>-XXXXXXXX holding nothing but <skill>/).
+LEFTOVER = re.compile(rf"\.(?P<skill>.+?)(?:{re.escape(NEW)}|{re.escape(OLD)}|(?P<legacy>-[a-z0-9_]{{8}}))")
 INVOKE_ONLY_KEY = "disable-model-invocation"
 WAIT_S = 60.0
 
@@ -77,9 +91,17 @@ class Busy(Exception):
 class Refused(Exception):
     """Exit code 1: something that is not ours is in the way. ``done`` lists what was done all the same."""
 
+    exit_code = 1
+
     def __init__(self, message: str, done: list[str] = ()):
         super().__init__(message)
         self.done = list(done)
+
+
+class Failed(Refused):
+    """Exit code 2: the file system refused a change midway; ``done`` lists what was done before."""
+
+    exit_code = 2
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -87,17 +109,14 @@ class OneLineParser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see --help)")
 
 
-def ignored(name: str) -> bool:
-    return any(fnmatch.fnmatch(name, pattern) for pattern in IGNORED)
-
-
-def skill_files(folder: Path) -> list[Path]:
-    """The files a skill consists of, relative to its folder, sorted; build litter and dotfiles left out."""
-    found = []
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(name for name in dirs if not ignored(name))
-        found += [Path(root, name).relative_to(folder) for name in files if not ignored(name)]
-    return sorted(found)
+def wait_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds < 0:  # nan would wait forever, a negative wait means nothing
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0, not {text!r}")
+    return seconds
 
 
 def digest(path: Path | str) -> str:
@@ -105,8 +124,8 @@ def digest(path: Path | str) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-def file_hashes(folder: Path) -> dict[str, str]:
-    return {path.as_posix(): digest(folder / path) for path in skill_files(folder)}
+def file_hashes(folder: Path, files: list[Path]) -> dict[str, str]:
+    return {path.as_posix(): digest(folder / path) for path in files}
 
 
 def changes_since_install(copy: Path, recorded: dict[str, str]) -> tuple[list[str], list[str]]:
@@ -125,14 +144,10 @@ def changes_since_install(copy: Path, recorded: dict[str, str]) -> tuple[list[st
             elif entry.is_file(follow_symlinks=False) and name in recorded:
                 found[name] = digest(entry.path)
             elif name != MARKER:
-                added.append(f"{name}/" if is_folder else name)
+                added.append(shown(f"{name}/" if is_folder else name))
 
     scan(copy, PurePosixPath())
     return sorted(name for name in recorded if found.get(name) != recorded[name]), added
-
-
-def bundle_skills(skills_dir: Path) -> dict[str, Path]:
-    return {path.parent.name: path.parent.resolve() for path in sorted(skills_dir.glob("*/SKILL.md"))}
 
 
 def skills_root(agent: str, home: Path, project: Path) -> Path:
@@ -146,8 +161,8 @@ def inspect_target(dest: Path, source: Path, skills_dir: Path) -> tuple[str, str
     if dest.is_symlink():
         target = Path(os.path.realpath(dest))
         if target == source:
-            return "link", f"symlink to {source}"
-        return "foreign", f"symlink to {os.readlink(dest)}, not to this bundle's {source.name}"
+            return "link", f"symlink to {shown(source)}"
+        return "foreign", f"symlink to {shown(os.readlink(dest))}, not to this bundle's {shown(source.name)}"
     if not dest.exists():
         return "absent", "not installed"
     if dest.resolve() == source or skills_dir.resolve() in dest.resolve().parents:
@@ -181,11 +196,48 @@ def add_invoke_only(skill_md: Path) -> None:
     skill_md.write_text("---" + "\n".join([*lines, f"{INVOKE_ONLY_KEY}: true"]) + text[end:], encoding="utf-8")
 
 
-def remove(dest: Path) -> None:
-    if dest.is_symlink() or not dest.is_dir():
-        dest.unlink()
+def remove(path: Path) -> None:
+    if path.is_symlink() or not path.is_dir():
+        path.unlink()
     else:
-        shutil.rmtree(dest)
+        shutil.rmtree(path)
+
+
+def discard(dest: Path) -> None:
+    """Remove an installed skill: renamed aside first, so a kill midway never leaves half of it under its name."""
+    aside = dest.with_name(f".{dest.name}{OLD}")
+    os.rename(dest, aside)
+    remove(aside)
+
+
+def swap_in(new: Path, dest: Path) -> None:
+    """Put ``new`` at ``dest``: the old one renamed aside, the new one renamed in, then the old one removed. A kill
+    at any point leaves the skill whole (old or new) or, between the two renames, absent; never half deleted."""
+    aside = dest.with_name(f".{dest.name}{OLD}")
+    if os.path.lexists(dest):
+        os.rename(dest, aside)
+    try:
+        os.rename(new, dest)
+    except OSError:
+        if os.path.lexists(aside):
+            os.rename(aside, dest)
+        raise
+    if os.path.lexists(aside):
+        remove(aside)
+
+
+def clean_leftovers(folder: Path, skills: dict[str, Path]) -> None:
+    """Remove what a killed run of this script left in ``folder`` (LEFTOVER names of this bundle's skills); called
+    holding the folder's lock, so it is never another run's work in progress."""
+    for entry in sorted(os.scandir(folder), key=lambda entry: entry.name):
+        match = LEFTOVER.fullmatch(entry.name)
+        if not match or match["skill"] not in skills:
+            continue
+        if match["legacy"] and not (entry.is_dir(follow_symlinks=False)
+                                    and set(os.listdir(entry.path)) <= {match["skill"]}):
+            continue  # .<skill>-settings/ of the user's, say
+        remove(Path(entry.path))
+        print(f"install_skills.py: removed {shown(entry.path)}, left by an interrupted run", file=sys.stderr)
 
 
 def not_a_folder(path: Path) -> Path | None:
@@ -207,10 +259,10 @@ def lock(handle: int, folder: Path, wait: float, kind: int) -> None:
             return
         except BlockingIOError:
             if time.monotonic() >= deadline:
-                raise Busy(f"another install_skills.py run is using {folder} (waited {wait:g} s): nothing changed; "
-                           "run again when it has finished, or give it longer with --wait SECONDS") from None
+                raise Busy(f"another install_skills.py run is using {shown(folder)} (waited {wait:g} s): nothing "
+                           "changed; run again when it has finished, or give it longer with --wait SECONDS") from None
             if not said:
-                print(f"install_skills.py: waiting for another install_skills.py run using {folder} "
+                print(f"install_skills.py: waiting for another install_skills.py run using {shown(folder)} "
                       f"(up to {wait:g} s)", file=sys.stderr, flush=True)
                 said = True
             time.sleep(0.05)
@@ -229,37 +281,34 @@ def holding(folders, wait: float, shared: bool = False):
         yield
 
 
-def install_one(source: Path, dest: Path, mode: str, invoke_only: bool) -> None:
-    if mode == "link":
-        if dest.is_symlink() or dest.exists():
-            remove(dest)
-        dest.symlink_to(source, target_is_directory=True)
-        return
-    # Build the copy beside the destination, then swap it in, so a failure never leaves half a skill.
-    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=dest.parent))
+def install_one(source: Path, files: list[Path], dest: Path, mode: str, invoke_only: bool) -> None:
+    """Build the new skill beside ``dest`` (a link, or a copy of ``files`` with its marker), then swap it in."""
+    new = dest.with_name(f".{dest.name}{NEW}")
     try:
-        copy = staging / dest.name
-        copy.mkdir()
-        for relative in skill_files(source):
-            (copy / relative).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source / relative, copy / relative)
-        if invoke_only:
-            add_invoke_only(copy / "SKILL.md")
-        marker = {"installed_by": INSTALLED_BY, "skill": dest.name, "source": str(source), "mode": "copy",
-                  "invoke_only": invoke_only, "files": file_hashes(copy)}
-        (copy / MARKER).write_text(json.dumps(marker, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        if dest.is_symlink() or dest.exists():
-            remove(dest)
-        copy.rename(dest)
+        if mode == "link":
+            new.symlink_to(source, target_is_directory=True)
+        else:
+            new.mkdir()
+            for relative in files:
+                (new / relative).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source / relative, new / relative)
+            if invoke_only:
+                add_invoke_only(new / "SKILL.md")
+            marker = {"installed_by": INSTALLED_BY, "skill": dest.name, "source": str(source), "mode": "copy",
+                      "invoke_only": invoke_only, "files": file_hashes(new, files)}
+            (new / MARKER).write_text(json.dumps(marker, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        swap_in(new, dest)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        if os.path.lexists(new):
+            remove(new)
 
 
 def selected(args, skills: dict[str, Path]) -> list[tuple[str, str, Path, Path]]:
     """(agent, skill, source, destination) for every pair the arguments select."""
     unknown = [name for name in args.skill or [] if name not in skills]
     if unknown:
-        raise UsageError(f"unknown skill {unknown[0]!r}; this bundle has: {', '.join(skills) or 'none'}")
+        raise UsageError(f"unknown skill '{shown(unknown[0])}'; this bundle has: "
+                         f"{', '.join(map(shown, skills)) or 'none'}")
     agents = list(AGENTS) if "all" in args.agent else list(dict.fromkeys(args.agent))
     for root, label in ((args.home, "--home"), (args.project, "--project")):
         if any(AGENTS[agent][0] == label[2:] for agent in agents) and not root.is_dir():
@@ -278,30 +327,42 @@ def command_install(args, skills: dict[str, Path]) -> list[str]:
     if args.invoke_only and not_claude:
         raise UsageError(f"--invoke-only adds a Claude Code-only key; {', '.join(not_claude)} would not honour it: "
                          "use --agent claude or claude-project")
-    # Check every destination first, so a refusal changes nothing.
+    # Check every skill and destination first, so a refusal changes nothing.
+    files = {}
+    for agent, name, source, dest in pairs:
+        if name not in files:
+            read_skill_md(source)
+            files[name] = [relative for relative, is_folder in skill_entries(source) if not is_folder]
     for agent, name, source, dest in pairs:
         blocker = not_a_folder(dest.parent)
         if blocker:
-            raise UsageError(f"{agent}: {blocker} is not a folder, so {dest.parent} cannot be made; "
+            raise UsageError(f"{agent}: {shown(blocker)} is not a folder, so {shown(dest.parent)} cannot be made; "
                              "move it out of the way")
     for agent, name, source, dest in pairs:
         dest.parent.mkdir(parents=True, exist_ok=True)
     with holding([dest.parent for *_, dest in pairs], args.wait):
+        for folder in dict.fromkeys(dest.parent for *_, dest in pairs):
+            clean_leftovers(folder, skills)
         refusals = []
         for agent, name, source, dest in pairs:
             state, why = inspect_target(dest, source, args.skills_dir)
             if state == "source" or (state in ("foreign", "modified") and not args.force):
                 hint = "" if state == "source" else "; pass --force to replace it"
-                refusals.append(f"{agent}: {dest} holds {why}{hint}")
+                refusals.append(f"{agent}: {shown(dest)} holds {why}{hint}")
         if refusals:
             raise Refused("refused, nothing changed: " + "; ".join(refusals))
         done = []
         for agent, name, source, dest in pairs:
             state, _ = inspect_target(dest, source, args.skills_dir)
-            install_one(source, dest, args.mode, args.invoke_only)
+            try:
+                install_one(source, files[name], dest, args.mode, args.invoke_only)
+            except OSError as exc:
+                raise Failed(f"{agent}: could not install {shown(name)} into {shown(dest.parent)}: {exc.strerror}; "
+                             + ("the installs listed above were done" if done else "nothing was installed"),
+                             done) from exc
             verb = {"absent": "installed", "foreign": "replaced a different skill with"}.get(state, "updated")
             extra = ", invoke-only" if args.invoke_only else ""
-            done.append(f"{agent}: {verb} {name} -> {dest} ({args.mode}{extra})")
+            done.append(f"{agent}: {verb} {shown(name)} -> {shown(dest)} ({args.mode}{extra})")
     return done
 
 
@@ -309,17 +370,24 @@ def command_uninstall(args, skills: dict[str, Path]) -> list[str]:
     """Remove every selected install of ours; anything else is left alone and makes the exit code 1."""
     done, left_alone = [], []
     pairs = selected(args, skills)
-    with holding([dest.parent for *_, dest in pairs if dest.parent.is_dir()], args.wait):
+    folders = [dest.parent for *_, dest in pairs if dest.parent.is_dir()]
+    with holding(folders, args.wait):
+        for folder in dict.fromkeys(folders):
+            clean_leftovers(folder, skills)
         for agent, name, source, dest in pairs:
             state, why = inspect_target(dest, source, args.skills_dir)
             if state in ("foreign", "source") or (state == "modified" and not args.force):
                 hint = " (pass --force to remove it anyway)" if state == "modified" else ""
-                left_alone.append(f"{agent}: {dest} holds {why}{hint}")
+                left_alone.append(f"{agent}: {shown(dest)} holds {why}{hint}")
             elif state == "absent":
-                done.append(f"{agent}: {name} was not installed at {dest}")
+                done.append(f"{agent}: {shown(name)} was not installed at {shown(dest)}")
             else:
-                remove(dest)
-                done.append(f"{agent}: removed {name} from {dest} ({state})")
+                try:
+                    discard(dest)
+                except OSError as exc:
+                    raise Failed(f"{agent}: could not remove {shown(name)} from {shown(dest.parent)}: {exc.strerror}",
+                                 done) from exc
+                done.append(f"{agent}: removed {shown(name)} from {shown(dest)} ({state})")
     if left_alone:
         raise Refused("left alone: " + "; ".join(left_alone), done)
     return done
@@ -350,8 +418,8 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--project", type=Path, default=Path.cwd(),
                              help="project root for the *-project agents (default: the current directory)")
         command.add_argument("--skills-dir", type=Path, default=REPO / "skills", help=argparse.SUPPRESS)
-        command.add_argument("--wait", type=float, default=WAIT_S, metavar="SECONDS",
-                             help=f"how long to wait for another run using the same skills folder "
+        command.add_argument("--wait", type=wait_seconds, default=WAIT_S, metavar="SECONDS",
+                             help=f"how long to wait for another run using the same skills folder, a number >= 0 "
                                   f"(default: {WAIT_S:g})")
         if name == "install":
             command.add_argument("--mode", choices=["copy", "link"], default="copy", help="copy (default) or symlink")
@@ -371,24 +439,25 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         args.agent = args.agent or (["all"] if args.command == "list" else ["claude"])
         args.skills_dir = args.skills_dir.resolve()
-        skills = bundle_skills(args.skills_dir)
+        skills = find_skills(args.skills_dir)
         if not skills:
-            raise UsageError(f"no skills under {args.skills_dir}")
+            raise UsageError(f"no skill (a folder holding SKILL.md) under {shown(args.skills_dir)}")
         if args.command == "list":
             rows = command_list(args, skills)
             if args.json:
                 print(json.dumps(rows, indent=2))
             for row in [] if args.json else rows:
-                print(f"{row['agent']:<15} {row['skill']:<24} {row['state']:<9} {row['path']}  ({row['detail']})")
+                print(f"{row['agent']:<15} {shown(row['skill']):<24} {row['state']:<9} {shown(row['path'])}  "
+                      f"({row['detail']})")
             return 0
         for line in (command_install if args.command == "install" else command_uninstall)(args, skills):
             print(line)
         return 0
-    except UsageError as exc:
+    except (UsageError, SkillTreeError) as exc:
         print(f"install_skills.py: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # a folder the file system will not let us write (read-only, no permission)
-        print(f"install_skills.py: error: {f'{exc.filename}: {exc.strerror}' if exc.filename else exc}",
+        print(f"install_skills.py: error: {f'{shown(exc.filename)}: {exc.strerror}' if exc.filename else exc}",
               file=sys.stderr)
         return 2
     except Busy as exc:
@@ -398,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
         for line in exc.done:
             print(line)
         print(f"install_skills.py: error: {exc}", file=sys.stderr)
-        return 1
+        return exc.exit_code
 
 
 if __name__ == "__main__":

@@ -6,9 +6,13 @@ The build is reproducible: the same skill folder gives the same bytes. Entries a
 1980-01-01 00:00, permissions are 0644 (0755 for executable files and folders), and __pycache__, *.pyc and
 dotfiles are left out.
 
-A symlink, FIFO or other special file inside a skill is refused, naming it: a link can point outside the skill
-(its target's content would be uploaded with the skill) or nowhere, and a FIFO would block the build. So is a
-name that is not UTF-8 (a zip stores names as UTF-8): rename it.
+A skill is a folder holding SKILL.md (other folders in --skills-dir, such as .cache/, are skipped), as for
+install_skills.py. Every skill is checked before any zip is written, so a refusal writes nothing: a symlink (the skill
+folder, SKILL.md or anything inside), FIFO or other special file is refused, naming it (a link can point outside the
+skill, its target's content would be uploaded with it; a FIFO would block the build); so is a folder or file this
+user cannot read (it would be shipped empty or missing), a SKILL.md that is not UTF-8, and a name that is not UTF-8
+or holds a backslash or control character (a zip stores UTF-8 names, and an extractor would read those as other
+paths): rename it. Names are printed with such bytes and characters escaped (\\xe9, \\n).
 
 example:
   python scripts/package_skills.py
@@ -16,26 +20,29 @@ example:
 
 exit codes:
   0  every zip was written
-  1  a skill folder cannot be packaged (SKILL.md missing, or its name differs from the folder)
-  2  usage error: an unknown skill, an --out that is not a writable folder, a symlink or special file in a skill,
-     a file or folder named in bytes that are not UTF-8 (named with \\x escapes)
+  1  a skill folder cannot be packaged (its frontmatter name differs from the folder)
+  2  usage error: an unknown skill, an --out that is not a writable folder or lies inside a skill, anything the
+     paragraph above refuses, a file that cannot be read or written midway; nothing is written
+  129, 130, 143  interrupted by SIGHUP, SIGINT (Ctrl-C) or SIGTERM: no zip is half written, no temporary file left
 """
 
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import os
 import re
+import signal
 import sys
 import tempfile
 import zipfile
 from pathlib import Path
 
+from skill_tree import SkillTreeError, find_skills, read_skill_md, shown, skill_entries
+
 REPO = Path(__file__).resolve().parent.parent
 FIXED_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip can hold
-IGNORED = ("__pycache__", "*.pyc", "*.pyo", ".*")
 UNIX = 3  # ZipInfo.create_system: the external attributes hold Unix permissions
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # SIGHUP: the terminal closed
 
 
 class PackageError(Exception):
@@ -43,9 +50,23 @@ class PackageError(Exception):
 
 
 class UsageError(PackageError):
-    """Exit code 2: an unusable --out, or an entry of a skill that cannot be packaged safely."""
+    """Exit code 2: an unusable --out."""
 
     exit_code = 2
+
+
+class Interrupted(KeyboardInterrupt):
+    """A stop signal arrived: raised where the build is, so its clean-up runs; exit 128 + the signal."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def interrupt(signum, frame):
+    for stop in STOP_SIGNALS:  # once: a second signal must not cut the clean-up short
+        signal.signal(stop, signal.SIG_IGN)
+    raise Interrupted(signum)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -54,48 +75,18 @@ class OneLineParser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def refuse_special(path: Path) -> None:
-    """Only real files and folders are packaged, under names a zip can hold: a link is never followed, a FIFO
-    never read."""
-    try:
-        path.name.encode("utf-8")
-    except UnicodeEncodeError:  # the bytes Python could not decode came back as surrogates
-        shown = os.fsencode(path).decode("utf-8", errors="backslashreplace")
-        raise UsageError(f"{shown} is named in bytes that are not UTF-8 (a zip entry name is UTF-8): "
-                         "rename it") from None
-    if path.is_symlink():
-        raise UsageError(f"{path} is a symlink (to {os.readlink(path)}); a packaged skill holds only real files and "
-                         "folders: replace the link with a copy of what it points to, or remove it")
-    if not (path.is_dir() or path.is_file()):
-        raise UsageError(f"{path} is not a regular file or folder (a FIFO, socket or device): remove it")
-
-
-def ignored(name: str) -> bool:
-    return any(fnmatch.fnmatch(name, pattern) for pattern in IGNORED)
-
-
-def entries(skill: Path) -> list[tuple[str, Path]]:
-    """(name in the zip, path on disk) for the skill folder, its subfolders and files, sorted by name."""
-    found = [(f"{skill.name}/", skill)]
-    for root, dirs, files in os.walk(skill):
-        dirs[:] = [name for name in dirs if not ignored(name)]
-        for name in dirs + [name for name in files if not ignored(name)]:
-            refuse_special(Path(root, name))
-        relative = Path(root).relative_to(skill)
-        found += [(f"{(Path(skill.name) / relative / name).as_posix()}/", Path(root, name)) for name in dirs]
-        found += [((Path(skill.name) / relative / name).as_posix(), Path(root, name))
-                  for name in files if not ignored(name)]
-    return sorted(found)
-
-
-def check_skill(skill: Path) -> None:
-    skill_md = skill / "SKILL.md"
-    if not skill_md.is_file():
-        raise PackageError(f"{skill} has no SKILL.md")
-    frontmatter = re.match(r"---\r?\n(.*?)\r?\n---", skill_md.read_text(encoding="utf-8"), flags=re.S)
+def check_skill(skill: Path) -> list[tuple[str, Path]]:
+    """(name in the zip, path on disk) for the skill folder, its subfolders and files, sorted by name; refuses a
+    skill that cannot be packaged."""
+    frontmatter = re.match(r"---\r?\n(.*?)\r?\n---", read_skill_md(skill), flags=re.S)
     name = re.search(r"^name:\s*['\"]?([^'\"\s]+)", frontmatter[1], flags=re.M) if frontmatter else None
     if not name or name[1] != skill.name:
-        raise PackageError(f"{skill_md}: the frontmatter name must equal the folder name {skill.name!r}")
+        raise PackageError(f"{shown(skill / 'SKILL.md')}: the frontmatter name must equal the folder name "
+                           f"'{shown(skill.name)}'")
+    found = [(f"{skill.name}/", skill)]
+    for relative, is_folder in skill_entries(skill):
+        found.append(((Path(skill.name) / relative).as_posix() + ("/" if is_folder else ""), skill / relative))
+    return sorted(found)
 
 
 def zip_info(name: str, path: Path) -> zipfile.ZipInfo:
@@ -111,36 +102,48 @@ def zip_info(name: str, path: Path) -> zipfile.ZipInfo:
     return info
 
 
-def check_output(out_dir: Path) -> None:
-    """Make the output folder and create a file in it, so an unusable --out fails before any zip is built."""
+def check_output(out_dir: Path, skills: list[Path]) -> None:
+    """Make the output folder and create a file in it, so an unusable --out fails before any zip is built; a
+    folder inside a skill would put the zips into the next build and install of that skill."""
+    inside = [skill for skill in skills if Path(os.path.realpath(out_dir)).is_relative_to(os.path.realpath(skill))]
+    if inside:
+        raise UsageError(f"--out '{shown(out_dir)}' is inside the skill {shown(inside[0])}: choose a folder outside it")
     if os.path.lexists(out_dir) and not out_dir.is_dir():
-        raise UsageError(f"--out {str(out_dir)!r} exists and is not a folder")
+        raise UsageError(f"--out '{shown(out_dir)}' exists and is not a folder")
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         tempfile.TemporaryFile(dir=out_dir).close()
     except OSError as exc:
-        raise UsageError(f"--out {str(out_dir)!r} is not a writable folder: {exc.strerror}") from exc
+        raise UsageError(f"--out '{shown(out_dir)}' is not a writable folder: {exc.strerror}") from exc
 
 
-def build_zip(skill: Path, out_dir: Path) -> Path:
-    """Write <out_dir>/<skill>.zip (replaced atomically) and return its path."""
-    check_skill(skill)
-    members = entries(skill)
-    check_output(out_dir)
-    target = out_dir / f"{skill.name}.zip"
-    handle, partial = tempfile.mkstemp(prefix=f".{skill.name}-", suffix=".zip", dir=out_dir)
-    os.close(handle)
+def write_zip(members: list[tuple[str, Path]], partial: str) -> None:
+    with zipfile.ZipFile(partial, "w") as archive:
+        for name, path in members:
+            data = b"" if name.endswith("/") else path.read_bytes()
+            archive.writestr(zip_info(name, path), data, compresslevel=9)
+    os.chmod(partial, 0o644)
+
+
+def build_zips(skills: list[Path], out_dir: Path, all_skills: list[Path] = ()) -> list[Path]:
+    """Write <out_dir>/<skill>.zip for every skill and return their paths. Every skill is checked and every zip
+    built under a hidden temporary name first, then all are renamed into place, so a refusal, an error or a signal
+    midway leaves the zips that were there and no temporary file."""
+    members = {skill: check_skill(skill) for skill in skills}
+    check_output(out_dir, list(all_skills) or skills)
+    partials = {}
     try:
-        with zipfile.ZipFile(partial, "w") as archive:
-            for name, path in members:
-                data = b"" if name.endswith("/") else path.read_bytes()
-                archive.writestr(zip_info(name, path), data, compresslevel=9)
-        os.chmod(partial, 0o644)
-        os.replace(partial, target)
+        for skill in skills:
+            handle, partials[skill] = tempfile.mkstemp(prefix=f".{skill.name}-", suffix=".zip", dir=out_dir)
+            os.close(handle)
+            write_zip(members[skill], partials[skill])
+        for skill in skills:
+            os.replace(partials[skill], out_dir / f"{skill.name}.zip")
     finally:
-        if os.path.exists(partial):
-            os.unlink(partial)
-    return target
+        for partial in partials.values():
+            if os.path.exists(partial):
+                os.unlink(partial)
+    return [out_dir / f"{skill.name}.zip" for skill in skills]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -151,18 +154,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "dist", help="output folder (default: dist/)")
     parser.add_argument("--skills-dir", type=Path, default=REPO / "skills", help="folder holding the skills")
     args = parser.parse_args(argv)
-    skills = {path.name: path for path in sorted(args.skills_dir.iterdir()) if path.is_dir()} \
-        if args.skills_dir.is_dir() else {}
+    skills = find_skills(args.skills_dir)
     unknown = [name for name in args.skill or [] if name not in skills]
     if unknown or not skills:
-        parser.error(f"unknown skill {unknown[0]!r}; found: {', '.join(skills) or 'none'}" if unknown
-                     else f"no skill folders under {args.skills_dir}")
+        parser.error(f"unknown skill '{shown(unknown[0])}'; found: {', '.join(map(shown, skills)) or 'none'}"
+                     if unknown else f"no skill (a folder holding SKILL.md) under {shown(args.skills_dir)}")
+    for stop in STOP_SIGNALS:
+        signal.signal(stop, interrupt)
     try:
-        for name in args.skill or list(skills):
-            print(build_zip(skills[name], args.out))
-    except PackageError as exc:
+        for path in build_zips([skills[name] for name in args.skill or skills], args.out, list(skills.values())):
+            print(shown(path))
+    except (PackageError, SkillTreeError) as exc:
         print(f"package_skills.py: error: {exc}", file=sys.stderr)
-        return exc.exit_code
+        return getattr(exc, "exit_code", 2)
+    except OSError as exc:  # a file that changed under the build, a full disk
+        print(f"package_skills.py: error: {shown(exc.filename or '')}: {exc.strerror}", file=sys.stderr)
+        return 2
+    except Interrupted as exc:
+        print(f"package_skills.py: error: interrupted by {signal.Signals(exc.signum).name}", file=sys.stderr)
+        return 128 + exc.signum
     return 0
 
 

@@ -19,7 +19,10 @@ import skills_ref
 from skills_ref.parser import parse_frontmatter
 
 from support import manifest
-from support.harness import REPO, SKILLS_DIR, isolated_env, run_python, skill_dirs
+from support.harness import REPO, SKILLS_DIR, isolated_env, run_command, run_python, skill_dirs
+from support.unprivileged import as_user, give_to_user, user_folder
+
+import skill_tree  # noqa: E402  (scripts/, on sys.path through support.manifest, as the tools have it)
 
 SCRIPT = REPO / "scripts" / "install_skills.py"
 spec = importlib.util.spec_from_file_location("install_skills", SCRIPT)
@@ -27,6 +30,7 @@ installer = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(installer)
 
 SKILLS = [path.name for path in skill_dirs()]
+SIGNAL_AT = REPO / "tests" / "support" / "signal_at.py"
 ROOTS = {"claude": "home/.claude/skills", "claude-project": "project/.claude/skills",
          "agents": "home/.agents/skills", "agents-project": "project/.agents/skills"}
 
@@ -84,7 +88,7 @@ def test_copy_into_every_agent_then_uninstall(cli, places):
             copied = tree_digest(installed)
             assert copied.pop(installer.MARKER)
             assert copied == {name: digest for name, digest in source_files.items()
-                              if not any(installer.ignored(part) for part in Path(name).parts)}
+                              if not any(skill_tree.ignored(part) for part in Path(name).parts)}
             assert skills_ref.validate(installed) == [], "an installed copy is still a valid skill"
     assert set(states(cli).values()) == {"copy"}
 
@@ -341,3 +345,128 @@ def test_a_folder_held_past_wait_is_one_line_exit_3_and_nothing_changes(cli, pla
         assert_refused(cli(command, "--agent", "claude", "--wait", "0"), 3,
                        f"another install_skills.py run is using {root}")
     assert tree_digest(root) == before
+
+
+@pytest.mark.parametrize("command, event, nth", [
+    ("install", "shutil.copyfile", 3),  # building the new copy
+    ("install", "os.rename", 1),  # moving the old copy aside
+    ("install", "os.rename", 2),  # moving the new copy in
+    ("install", "os.remove", 4),  # deleting the old copy (it was deleted in place: half a skill, "changed since")
+    ("uninstall", "os.remove", 4),
+])
+def test_a_run_killed_midway_leaves_the_skill_whole_or_absent_and_the_next_run_cleans_up(cli, places, command, event,
+                                                                                          nth):
+    """A real SIGKILL (tests/support/signal_at.py: the process kills itself just before the Nth such call) at each
+    step of a reinstall or an uninstall of an installed copy."""
+    root = places / ROOTS["claude"]
+    assert cli("install", "--agent", "claude", "--skill", SKILLS[0])[0] == 0
+    killed = run_python([str(SIGNAL_AT), "SIGKILL", event, str(nth), "", str(SCRIPT), command, "--home",
+                         str(places / "home"), "--agent", "claude", "--skill", SKILLS[0]], places, timeout=60)
+    assert killed.returncode == -9, (killed.returncode, killed.stderr)
+    assert states(cli, "--agent", "claude", "--skill", SKILLS[0])[("claude", SKILLS[0])] in ("copy", "absent")
+    code, out, err = cli(command, "--agent", "claude", "--skill", SKILLS[0])
+    assert code == 0 and "Traceback" not in err, err
+    assert_only_skills_in(root, [SKILLS[0]] if command == "install" else [])
+    assert states(cli, "--agent", "claude", "--skill", SKILLS[0])[("claude", SKILLS[0])] == \
+        ("copy" if command == "install" else "absent")
+
+
+def test_staging_folders_of_killed_runs_are_removed_and_nothing_else(cli, places):
+    """tempfile.mkdtemp staging folders of earlier versions (.<skill>-XXXXXXXX holding only <skill>/) and this
+    version's .<skill>.training-skills-new/-old go; hidden folders that are not named or filled so stay."""
+    root = places / ROOTS["claude"]
+    leftovers = [f".{SKILLS[0]}-k3x_9q2a/{SKILLS[0]}", f".{SKILLS[0]}.training-skills-new",
+                 f".{SKILLS[1]}.training-skills-old"]
+    kept = [".notes", f".{SKILLS[0]}-notes", ".other-skill-k3x_9q2a", f".{SKILLS[0]}-settings"]
+    for name in leftovers + kept:
+        (root / name / "scripts").mkdir(parents=True)
+        (root / name / "scripts" / "half.py").write_text("half\n")
+    leftovers[0] = f".{SKILLS[0]}-k3x_9q2a"
+    code, out, err = cli("install", "--agent", "claude", "--skill", SKILLS[0])
+    assert code == 0, err
+    assert all(f"removed {root / name}, left by an interrupted run" in err for name in leftovers), err
+    assert sorted(path.name for path in root.iterdir()) == sorted([SKILLS[0], *kept])
+
+
+def test_a_partial_install_says_what_was_done_and_names_the_skills_folder(tmp_path):
+    """One of two agents' skills folders read-only: the installs into the other one are listed, and the error
+    names the read-only skills folder (it named an internal staging path). Run as an ordinary user: root writes
+    anywhere."""
+    with user_folder() as home:
+        (home / ".claude" / "skills").mkdir(parents=True)
+        give_to_user(home)
+        os.chmod(home / ".claude" / "skills", 0o555)
+        result = run_command(as_user([sys.executable, str(SCRIPT), "install", "--home", str(home), "--agent",
+                                      "agents", "--agent", "claude", "--skill", SKILLS[0]]), tmp_path, cwd=home)
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+        assert result.stdout == f"agents: installed {SKILLS[0]} -> {home / '.agents/skills' / SKILLS[0]} (copy)\n"
+        assert result.stderr_lines == [f"install_skills.py: error: claude: could not install {SKILLS[0]} into "
+                                       f"{home / '.claude/skills'}: Permission denied; the installs listed above "
+                                       "were done"]
+        assert not any((home / ".claude" / "skills").iterdir())
+
+
+def broken_bundle(tmp_path, kind: str) -> tuple[Path, Path]:
+    """A copy of the bundle with one thing package_skills.py refuses: (skills folder, the path named)."""
+    bundle = tmp_path / "bundle"
+    shutil.copytree(SKILLS_DIR, bundle, ignore=shutil.ignore_patterns("__pycache__"))
+    skill = bundle / SKILLS[-1]
+    odd = skill / "references" / "odd"
+    if kind == "file symlink":
+        odd.symlink_to("/etc/hostname")
+    elif kind == "folder symlink":
+        odd.symlink_to(tmp_path, target_is_directory=True)
+    elif kind == "fifo":
+        os.mkfifo(odd)
+    elif kind == "backslash":
+        odd = skill / "references" / "a\\b.md"
+        odd.write_text("notes\n")
+    elif kind == "skill folder symlink":
+        odd = skill
+        shutil.move(skill, tmp_path / "real")
+        skill.symlink_to(tmp_path / "real", target_is_directory=True)
+    else:  # SKILL.md not UTF-8
+        odd = skill / "SKILL.md"
+        odd.write_bytes(odd.read_bytes().replace(b"---\n", b"---\n# caf\xe9\n", 1))
+    return bundle, odd
+
+
+@pytest.mark.parametrize("kind", ["file symlink", "folder symlink", "fifo", "backslash", "skill folder symlink",
+                                  "SKILL.md not UTF-8"])
+@pytest.mark.parametrize("mode", ["copy", "invoke-only", "link"])
+def test_what_package_skills_refuses_install_refuses_by_name_before_changing_anything(cli, places, kind, mode):
+    """A file link's target was copied into the install (/etc/hostname), a folder link dropped in silence, a FIFO
+    stopped the run midway; a SKILL.md not UTF-8 was a traceback under --invoke-only."""
+    bundle, odd = broken_bundle(places, kind)
+    flags = {"copy": [], "invoke-only": ["--invoke-only"], "link": ["--mode", "link"]}[mode]
+    what = "is not UTF-8" if kind == "SKILL.md not UTF-8" else "has a backslash" if kind == "backslash" else "is "
+    assert_refused(cli("install", "--agent", "claude", *flags, skills_dir=bundle), 2, f"{odd} {what}")
+    assert not (places / "home" / ".claude").exists(), "nothing changed, not even the skills that are fine"
+
+
+@pytest.mark.parametrize("wait", ["nan", "-5", "inf", "soon"])
+def test_wait_takes_only_a_finite_number_of_seconds(cli, places, wait):
+    """--wait nan waited forever, -5 was taken."""
+    assert_refused(cli("install", "--agent", "claude", "--wait", wait), 2,
+                   f"argument --wait: expected a number of seconds >= 0, not '{wait}'")
+    assert not (places / "home" / ".claude").exists()
+
+
+def test_a_home_not_named_in_utf8_is_printed_escaped_even_on_a_strict_stdout(tmp_path):
+    home = Path(os.fsdecode(os.path.join(os.fsencode(tmp_path), b"caf\xe9")))
+    home.mkdir()
+    result = run_python([str(SCRIPT), "install", "--home", str(home), "--skill", SKILLS[0]], tmp_path,
+                        env={"PYTHONIOENCODING": "utf-8"})
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert result.stdout == f"claude: installed {SKILLS[0]} -> {tmp_path}/caf\\xe9/.claude/skills/{SKILLS[0]} (copy)\n"
+
+
+def test_folders_without_skill_md_are_not_skills(cli, places, tmp_path):
+    """The same rule as package_skills.py: .cache/ or scratch/ beside the skills is skipped, not installed."""
+    bundle = tmp_path / "bundle"
+    shutil.copytree(SKILLS_DIR / SKILLS[0], bundle / SKILLS[0], ignore=shutil.ignore_patterns("__pycache__"))
+    for litter in (".cache", "scratch"):
+        (bundle / litter).mkdir()
+    code, out, err = cli("install", "--agent", "claude", skills_dir=bundle)
+    assert code == 0, err
+    assert_only_skills_in(places / ROOTS["claude"], [SKILLS[0]])

@@ -7,14 +7,19 @@ import hashlib
 import importlib.util
 import os
 import shutil
+import signal
 import stat
+import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 import skills_ref
 
-from support.harness import REPO, SKILLS_DIR, assert_one_line_error, run_python, skill_dirs
+from support.harness import REPO, SKILLS_DIR, assert_one_line_error, run_command, run_python, skill_dirs
+from support.unprivileged import as_user, give_to_user, user_folder
+
+import skill_tree  # noqa: E402  (scripts/, on sys.path through support.manifest, as the tools have it)
 
 SCRIPT = REPO / "scripts" / "package_skills.py"
 spec = importlib.util.spec_from_file_location("package_skills", SCRIPT)
@@ -22,11 +27,12 @@ packager = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(packager)
 
 SKILLS = [path.name for path in skill_dirs()]
+SIGNAL_AT = REPO / "tests" / "support" / "signal_at.py"
 
 
 def source_files(skill) -> list[str]:
     return sorted(str(path.relative_to(skill.parent)) for path in skill.rglob("*")
-                  if path.is_file() and not any(packager.ignored(part) for part in path.relative_to(skill).parts))
+                  if path.is_file() and not any(skill_tree.ignored(part) for part in path.relative_to(skill).parts))
 
 
 @pytest.fixture(scope="module")
@@ -68,22 +74,43 @@ def test_same_input_same_bytes_whatever_the_clock_permissions_or_litter(built, t
     (copy / SKILLS[0] / "scripts" / "__pycache__").mkdir(exist_ok=True)
     (copy / SKILLS[0] / "scripts" / "__pycache__" / "env_check.cpython-311.pyc").write_bytes(b"litter")
     (copy / SKILLS[0] / ".DS_Store").write_bytes(b"litter")
-    for skill in SKILLS:
-        rebuilt = packager.build_zip(copy / skill, tmp_path / "again")
+    for rebuilt, skill in zip(packager.build_zips([copy / skill for skill in SKILLS], tmp_path / "again"), SKILLS):
         digest = hashlib.sha256(rebuilt.read_bytes()).hexdigest()
         assert digest == hashlib.sha256((built / f"{skill}.zip").read_bytes()).hexdigest(), skill
 
 
-def test_a_folder_that_is_not_a_skill_is_refused(tmp_path):
-    (tmp_path / "skills" / "not-a-skill").mkdir(parents=True)
-    result = run_python([str(SCRIPT), "--skills-dir", str(tmp_path / "skills"), "--out", str(tmp_path / "dist")],
-                        tmp_path)
-    assert result.returncode == 1 and "has no SKILL.md" in result.stderr and "Traceback" not in result.stderr
+def copy_skills(tmp_path, *skills: str) -> Path:
+    for skill in skills or SKILLS:
+        shutil.copytree(SKILLS_DIR / skill, tmp_path / "skills" / skill, ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp_path / "skills"
+
+
+def package(tmp_path, skills: Path, *args: str, **kwargs):
+    return run_python([str(SCRIPT), "--skills-dir", str(skills), "--out", str(tmp_path / "dist"), *args], tmp_path,
+                      timeout=60, **kwargs)
+
+
+def assert_nothing_written(out: Path):
+    assert not out.exists() or not list(out.iterdir()), "no zip and no temporary file"
+
+
+def test_a_folder_without_skill_md_is_not_a_skill_and_is_skipped(tmp_path):
+    """A skill is a folder holding SKILL.md, for this tool as for install_skills.py: a .cache/ or scratch folder
+    among the skills was an error that stopped every build."""
+    skills = copy_skills(tmp_path, SKILLS[0])
+    for litter in (".cache", "__pycache__", "scratch"):
+        (skills / litter).mkdir()
+    result = package(tmp_path, skills)
+    assert result.returncode == 0, result.stderr
+    assert sorted(path.name for path in (tmp_path / "dist").iterdir()) == [f"{SKILLS[0]}.zip"]
+    assert_one_line_error(package(tmp_path, skills, "--skill", "scratch"), 2, "unknown skill 'scratch'")
+
+
+def test_a_name_differing_from_the_folder_is_refused(tmp_path):
     renamed = tmp_path / "skills" / "renamed"
     shutil.copytree(SKILLS_DIR / SKILLS[0], renamed)
-    with pytest.raises(packager.PackageError, match="must equal the folder name 'renamed'"):
-        packager.build_zip(renamed, tmp_path / "dist")
-    assert not (tmp_path / "dist" / "renamed.zip").exists()
+    assert_one_line_error(package(tmp_path, tmp_path / "skills"), 1, "must equal the folder name 'renamed'")
+    assert_nothing_written(tmp_path / "dist")
 
 
 @pytest.mark.parametrize("kind", ["symlink out of the skill", "dangling symlink", "fifo"])
@@ -98,9 +125,7 @@ def test_a_link_or_special_file_in_a_skill_is_refused_by_name(tmp_path, kind):
         os.mkfifo(odd)
     else:
         odd.symlink_to(secret if kind == "symlink out of the skill" else tmp_path / "nowhere")
-    result = run_python([str(SCRIPT), "--skills-dir", str(skills), "--out", str(tmp_path / "dist")], tmp_path,
-                        timeout=60)
-    assert_one_line_error(result, 2, f"{odd} is ")
+    assert_one_line_error(package(tmp_path, skills), 2, f"{odd} is ")
     assert not list((tmp_path / "dist").glob("*.zip")), "nothing is packaged"
     assert secret.read_text() == "token=not-for-upload\n"
 
@@ -112,7 +137,7 @@ def test_an_unusable_out_is_one_error_line(tmp_path, out):
     if out == "a file":
         target.write_text("mine\n")
     result = run_python([str(SCRIPT), "--out", str(target)], tmp_path)
-    assert_one_line_error(result, 2, f"--out {str(target)!r}")
+    assert_one_line_error(result, 2, f"--out '{target}'")
     assert out != "a file" or target.read_text() == "mine\n"
 
 
@@ -137,3 +162,103 @@ def test_a_name_that_is_not_utf8_is_refused_by_name(tmp_path, where):
     assert_one_line_error(result, 2, f"{skills / SKILLS[0] / 'references'}/caf\\xe9 is named in bytes that are not "
                                      "UTF-8")
     assert not list((tmp_path / "dist").glob("*.zip")), "nothing is packaged"
+
+
+def test_an_error_in_a_later_skill_writes_no_zip_at_all(tmp_path):
+    """Every skill is checked before the first zip is written (the earlier skills' zips were left behind)."""
+    skills = copy_skills(tmp_path)
+    (skills / SKILLS[-1] / "references" / "notes.md").symlink_to("/etc/hostname")
+    assert_one_line_error(package(tmp_path, skills), 2, f"{skills / SKILLS[-1] / 'references' / 'notes.md'} is a "
+                                                        "symlink")
+    assert_nothing_written(tmp_path / "dist")
+
+
+@pytest.mark.parametrize("what", ["folder", "file"])
+def test_what_this_user_cannot_read_is_named_never_shipped_empty(tmp_path, what):
+    """chmod 000 on references/ shipped the skill without it (os.walk swallowed the error), exit 0; on a file, a
+    PermissionError traceback. Run as an ordinary user: root reads anything."""
+    with user_folder() as place:
+        skills = copy_skills(place, SKILLS[0])
+        give_to_user(place)
+        unreadable = skills / SKILLS[0] / "references" / ("" if what == "folder" else "index.md")
+        if what == "file":
+            unreadable = next(path for path in unreadable.parent.iterdir() if path.is_file())
+        os.chmod(unreadable, 0)
+        result = run_command(as_user([sys.executable, str(SCRIPT), "--skills-dir", str(skills), "--out",
+                                      str(place / "dist")]), tmp_path, cwd=place, timeout=60)
+        assert_one_line_error(result, 2, f"{unreadable} cannot be read: Permission denied")
+        assert_nothing_written(place / "dist")
+
+
+def test_skill_md_not_utf8_is_one_line(tmp_path):
+    skills = copy_skills(tmp_path, SKILLS[0])
+    skill_md = skills / SKILLS[0] / "SKILL.md"
+    skill_md.write_bytes(skill_md.read_bytes().replace(b"---\n", b"---\n# caf\xe9\n", 1))
+    assert_one_line_error(package(tmp_path, skills), 2, f"{skill_md} is not UTF-8")
+    assert_nothing_written(tmp_path / "dist")
+
+
+@pytest.mark.parametrize("where", ["skill folder", "SKILL.md"])
+def test_a_skill_folder_or_skill_md_that_is_a_symlink_is_refused(tmp_path, where):
+    skills = tmp_path / "skills"
+    real = copy_skills(tmp_path / "elsewhere", SKILLS[0]) / SKILLS[0]
+    if where == "skill folder":
+        skills.mkdir()
+        link = skills / SKILLS[0]
+        link.symlink_to(real, target_is_directory=True)
+    else:
+        skills = real.parent
+        link = real / "SKILL.md"
+        (real / "SKILL.real.md").write_bytes(link.read_bytes())
+        link.unlink()
+        link.symlink_to(real / "SKILL.real.md")
+    assert_one_line_error(package(tmp_path, skills), 2, f"{link} is a symlink")
+    assert_nothing_written(tmp_path / "dist")
+
+
+def test_out_inside_a_skill_is_refused(tmp_path):
+    skills = copy_skills(tmp_path, SKILLS[0])
+    out = skills / SKILLS[0] / "dist"
+    result = run_python([str(SCRIPT), "--skills-dir", str(skills), "--out", str(out)], tmp_path)
+    assert_one_line_error(result, 2, f"--out '{out}' is inside the skill")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("name, shown", [("notes\nSTATUS: ok.md", "notes\\nSTATUS: ok.md"),
+                                         ("a\\b.md", "a\\b.md"), ("bell\x07.md", "bell\\x07.md")])
+def test_a_name_an_extractor_would_misread_is_refused_on_one_line(tmp_path, name, shown):
+    """A newline in a name made a second, fake line; a backslash is a folder separator to Windows extractors."""
+    skills = copy_skills(tmp_path, SKILLS[0])
+    (skills / SKILLS[0] / "references" / name).write_text("notes\n")
+    result = package(tmp_path, skills)
+    assert_one_line_error(result, 2, f"{skills / SKILLS[0] / 'references'}/{shown} has a backslash or a control")
+    assert len(result.stderr.splitlines()) == 1
+    assert_nothing_written(tmp_path / "dist")
+
+
+def test_names_that_are_not_utf8_print_as_x_escapes_even_on_a_strict_stdout(tmp_path):
+    """The zip path under an --out named in Latin-1 crashed print() after the work (PYTHONIOENCODING=utf-8), and a
+    skill folder's own name showed as \\udce9 where the rest said \\xe9."""
+    skills = copy_skills(tmp_path, SKILLS[0])
+    out = os.path.join(os.fsencode(tmp_path), b"caf\xe9")
+    result = run_python([str(SCRIPT), "--skills-dir", str(skills), "--out", os.fsdecode(out)], tmp_path,
+                        env={"PYTHONIOENCODING": "utf-8"})
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert result.stdout == f"{tmp_path}/caf\\xe9/{SKILLS[0]}.zip\n"
+    odd = os.path.join(os.fsencode(skills), b"caf\xe9")
+    os.mkdir(odd)
+    shutil.copy(skills / SKILLS[0] / "SKILL.md", os.path.join(odd, b"SKILL.md"))
+    assert_one_line_error(package(tmp_path, skills, env={"PYTHONIOENCODING": "utf-8"}), 2,
+                          f"{skills}/caf\\xe9 is named in bytes that are not UTF-8")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_signal_midway_leaves_no_temporary_zip(tmp_path, signum):
+    """The signal arrives (for real, sent by the process to itself) as the second zip is finished, the first one
+    already written under its hidden temporary name: the hidden .<skill>-XXXX.zip was left in --out; now one line,
+    exit 128 + the signal, no file."""
+    skills = copy_skills(tmp_path)
+    result = run_python([str(SIGNAL_AT), signum.name, "os.chmod", "2", ".zip", str(SCRIPT), "--skills-dir", str(skills),
+                         "--out", str(tmp_path / "dist")], tmp_path, timeout=60)
+    assert_one_line_error(result, 128 + signum, f"interrupted by {signum.name}")
+    assert not list((tmp_path / "dist").iterdir())
