@@ -395,6 +395,9 @@ CLAIMS += [
     (TQ, "a data file read by `load_dataset` makes its one lookup", [LOAD_LOOKUP, FOOTPRINT]),
     (TQ, "`exp(eval_loss)` is not the perplexity of a causal LM", [
         ST + "test_gpt2_eval_loss_counts_each_rows_first_token", ST + "test_recipe_perplexity_is_the_per_token_perplexity"]),
+    (TQ, "The model's own loss is right: `model(**batch).loss`", [
+        XG + "test_the_models_own_loss_on_a_right_padded_batch_is_per_predicted_token_eos_included",
+        XG + "test_a_tokenizer_without_eos_gets_it_appended_and_the_collator_keeps_it_as_a_label"]),
     (TQ, "GPT-2's `forward` takes `token_type_ids`", [
         XQ + "test_token_type_ids_shift_every_gpt2_position_and_reach_it_through_trainer"]),
     (TQ, "New vocabulary: for a model built from a config", [RESIZE]),
