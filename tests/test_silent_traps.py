@@ -60,7 +60,10 @@ class Recorded(logging.Handler):
 
 @pytest.mark.parametrize("scores, best_step, loaded", [
     pytest.param([0.9, 0.5, 0.6, 0.7], 5, None, id="best-at-5-nothing-loaded"),
-    pytest.param([0.5, 0.6, 0.9, 0.7], 15, "checkpoint-10", id="best-at-15-checkpoint-10-loaded"),
+    # checkpoint-10 is recorded as the best only because step 10 improved on step 5 when it was saved ...
+    pytest.param([0.5, 0.6, 0.9, 0.7], 15, "checkpoint-10", id="best-at-15-after-a-best-at-10-checkpoint-10-loaded"),
+    # ... without that improvement nothing is recorded at step 10, nor at step 20 (no checkpoint-15): nothing loaded
+    pytest.param([0.6, 0.5, 0.9, 0.7], 15, None, id="best-at-15-no-best-at-10-nothing-loaded"),
 ])
 def test_best_evaluation_on_an_unsaved_step_is_never_loaded(tmp_path, scores, best_step, loaded):
     recorded = Recorded()

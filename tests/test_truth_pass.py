@@ -17,7 +17,7 @@ from support.composer_kit import classifier, loader, trainer
 from support.docs import blocks
 from support.harness import SKILLS_DIR, run_python
 from support.quoted_errors import PRODUCERS
-from support.transformers_kit import arguments, rows, tiny_classifier, word_tokenizer
+from support.transformers_kit import arguments, multi_label_rows, rows, tiny_classifier, word_tokenizer
 
 COMPOSER_DOCS = SKILLS_DIR / "composer-training" / "references"
 
@@ -285,19 +285,26 @@ def test_token_classification_with_a_label_column_returns_no_loss(tmp_path):
 
 # ---------------------------------------------------------------- 4, 8. gradient accumulation: what N x changes
 
-def first_step(tmp_path, fixed=False, trainer_is_told=False, **settings):
+# The two heads of *ForSequenceClassification: one label per sample (cross-entropy) and float multi-hot labels
+# (problem_type="multi_label_classification", BCE): (model settings, training rows)
+HEADS = {"single_label": ({}, rows), "multi_label": (dict(num_labels=3, problem_type="multi_label_classification"),
+                                                     multi_label_rows)}
+
+
+def first_step(tmp_path, fixed=False, trainer_is_told=False, head="single_label", **settings):
     """One step of 2 accumulated batches of 4 (tiny classifier, dropout off): (logged loss, grad_norm, update)."""
     import torch
     from transformers import Trainer
 
+    head_settings, head_rows = HEADS[head]
     torch.manual_seed(0)
-    model = tiny_classifier(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    model = tiny_classifier(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, **head_settings)
     if fixed:
         model.accepts_loss_kwargs = False
     before = [parameter.detach().clone() for parameter in model.parameters()]
     args = arguments(tmp_path, max_steps=1, gradient_accumulation_steps=2, logging_steps=1,
                      lr_scheduler_type="constant", **settings)
-    trainer = Trainer(model=model, args=args, train_dataset=rows(8))
+    trainer = Trainer(model=model, args=args, train_dataset=head_rows(8))
     if trainer_is_told:
         trainer.loss_is_scaled_for_ga = False
     trainer.train()
@@ -306,16 +313,31 @@ def first_step(tmp_path, fixed=False, trainer_is_told=False, **settings):
     return logged["loss"], float(logged["grad_norm"]), float(update.norm())
 
 
-def test_accumulation_doubles_loss_and_gradient_but_adamw_barely_changes_its_update(tmp_path):
+def model_loss_on_all_rows(head: str) -> float:
+    """The model's own loss on the 8 rows of first_step in one batch, before any step: the loss to log."""
+    import torch
+
+    head_settings, head_rows = HEADS[head]
+    torch.manual_seed(0)
+    model = tiny_classifier(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, **head_settings)
+    batch = head_rows(8)
+    with torch.no_grad():
+        return model(input_ids=torch.stack([row["input_ids"] for row in batch]),
+                     labels=torch.stack([torch.as_tensor(row["labels"]) for row in batch])).loss.item()
+
+
+@pytest.mark.parametrize("head", HEADS)
+def test_accumulation_doubles_loss_and_gradient_but_adamw_barely_changes_its_update(tmp_path, head):
     from transformers import Trainer
 
-    shipped_loss, shipped_norm, shipped_update = first_step(tmp_path)  # the default optimizer: AdamW
-    fixed_loss, fixed_norm, fixed_update = first_step(tmp_path, fixed=True)
+    shipped_loss, shipped_norm, shipped_update = first_step(tmp_path, head=head)  # the default optimizer: AdamW
+    fixed_loss, fixed_norm, fixed_update = first_step(tmp_path, fixed=True, head=head)
+    assert fixed_loss == pytest.approx(model_loss_on_all_rows(head), rel=1e-3)  # the fix gives the true loss
     assert shipped_loss / fixed_loss == pytest.approx(2, rel=1e-3)
     assert shipped_norm / fixed_norm == pytest.approx(2, rel=1e-3)
     assert shipped_update / fixed_update == pytest.approx(1, abs=0.05)  # Adam divides the scale out
     assert Trainer.loss_is_scaled_for_ga is None  # None: decided from model_accepts_loss_kwargs
-    told_loss, _, _ = first_step(tmp_path, trainer_is_told=True)
+    told_loss, _, _ = first_step(tmp_path, trainer_is_told=True, head=head)
     assert told_loss == pytest.approx(fixed_loss, rel=1e-3)  # False divides by the accumulation steps again
 
 
@@ -338,22 +360,26 @@ import torch
 from transformers import BertConfig, BertForSequenceClassification, Trainer, TrainingArguments
 
 torch.manual_seed(0)  # every rank builds the same data
-ids, labels = torch.randint(5, 64, (8, 8)), torch.randint(0, 2, (8,))
-data = [{"input_ids": i, "labels": label} for i, label in zip(ids, labels)]
-config = BertConfig(vocab_size=64, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
-                    max_position_embeddings=16, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+ids = torch.randint(5, 64, (8, 8))
+# one label per sample (cross-entropy), and float multi-hot labels over 3 classes (BCE)
+labels = {"single_label": torch.randint(0, 2, (8,)), "multi_label": torch.randint(0, 2, (8, 3)).float()}
+sizes = dict(vocab_size=64, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
+             max_position_embeddings=16, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+configs = {"single_label": BertConfig(**sizes),
+           "multi_label": BertConfig(**sizes, num_labels=3, problem_type="multi_label_classification")}
 
 
-def fresh_model():
+def fresh_model(head):
     torch.manual_seed(0)
-    return BertForSequenceClassification(config)
+    return BertForSequenceClassification(configs[head])
 
 
-def losses(variant):
-    model = fresh_model()
+def losses(head, variant):
+    model = fresh_model(head)
+    data = [{"input_ids": i, "labels": label} for i, label in zip(ids, labels[head])]
     if variant == "accepts_loss_kwargs_false":
         model.accepts_loss_kwargs = False
-    args = TrainingArguments(output_dir=f"out/{variant}", max_steps=1, per_device_train_batch_size=4,
+    args = TrainingArguments(output_dir=f"out/{head}-{variant}", max_steps=1, per_device_train_batch_size=4,
                              per_device_eval_batch_size=4, learning_rate=0.0, logging_steps=1, save_strategy="no",
                              report_to="none", use_cpu=True, disable_tqdm=True)
     trainer = Trainer(model=model, args=args, train_dataset=data, eval_dataset=data)
@@ -364,10 +390,12 @@ def losses(variant):
     return {"eval": fresh_eval, "train": trainer.state.log_history[0]["loss"], "world_size": args.world_size}
 
 
-with torch.no_grad():
-    one_process = fresh_model().eval()(input_ids=ids, labels=labels).loss.item()
 variants = ("shipped", "accepts_loss_kwargs_false", "loss_is_scaled_for_ga_false")
-results = {"one_process": one_process, **{variant: losses(variant) for variant in variants}}
+results = {}
+for head in configs:
+    with torch.no_grad():
+        one_process = fresh_model(head).eval()(input_ids=ids, labels=labels[head]).loss.item()
+    results[head] = {"one_process": one_process, **{variant: losses(head, variant) for variant in variants}}
 if torch.distributed.get_rank() == 0:
     print("RESULT", json.dumps(results), flush=True)
 # The teardown is not under test and is flaky both ways: left to the interpreter, on torch 2.13 one rank in about ten
@@ -378,16 +406,25 @@ os._exit(0)
 """
 
 
-def test_ddp_scales_the_eval_loss_too_so_only_a_one_process_reference_shows_it(tmp_path):
+@pytest.fixture(scope="module")
+def ddp_losses(tmp_path_factory):
+    """One 2-rank launch for both heads (a launch costs seconds of imports)."""
+    tmp_path = tmp_path_factory.mktemp("ddp-losses")
     (tmp_path / "ddp_losses.py").write_text(DDP_LOSSES)
     launched = run_python(["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "ddp_losses.py"],
                           tmp_path, env={"OMP_NUM_THREADS": "1"}, timeout=240)
     assert launched.returncode == 0 and launched.network_attempts == [], launched.stderr[-3000:]
-    result = json.loads(next(line for line in launched.stdout.splitlines() if line.startswith("RESULT "))[7:])
+    return json.loads(next(line for line in launched.stdout.splitlines() if line.startswith("RESULT "))[7:])
+
+
+@pytest.mark.parametrize("head", ["single_label", "multi_label"])
+def test_ddp_scales_the_eval_loss_too_so_only_a_one_process_reference_shows_it(ddp_losses, head):
+    result = ddp_losses[head]
     one_process, shipped = result["one_process"], result["shipped"]
     fixed, told = result["accepts_loss_kwargs_false"], result["loss_is_scaled_for_ga_false"]
     assert shipped["world_size"] == 2
-    assert one_process == pytest.approx(math.log(2), abs=0.02)  # a fresh 2-class head starts near ln 2
+    # a fresh 2-class head starts near ln 2; a fresh BCE head too, whatever its label count (ln 2 per label)
+    assert one_process == pytest.approx(math.log(2), abs=0.02)
     assert shipped["eval"] / one_process == pytest.approx(2, rel=1e-3)  # the eval loss is doubled too ...
     assert shipped["train"] / shipped["eval"] == pytest.approx(1, rel=1e-3)  # ... so train and eval agree
     assert fixed["eval"] == pytest.approx(one_process, rel=1e-3)

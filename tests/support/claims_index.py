@@ -27,6 +27,9 @@ CG = "tests/test_composer_guesses.py::"
 TA = "tests/test_transformers_api.py::"
 TSC = "tests/test_transformers_scripts.py::"
 DT = "tests/test_distributed_transformers.py::"
+XG = "tests/test_guessed_transformers.py::"
+BEST_SAVED = [XG + "test_the_callback_ends_on_the_best_saved_checkpoint_keeping_the_cadence",
+              XG + "test_the_callback_reads_the_scores_of_a_resumed_run_from_its_log_history"]
 REMOVED = TA + "test_names_the_skill_calls_removed_are_rejected"
 
 CLAIMS = [
@@ -174,7 +177,7 @@ CLAIMS = [
         TA + "test_save_steps_multiple_rule_applies_only_with_load_best", TA + "test_load_best_without_metric_uses_loss"]),
     (TS, "- The multiple is not enough: a best evaluation on a step that is not saved", [
         ST + "test_best_evaluation_on_an_unsaved_step_is_never_loaded",
-        ST + "test_saving_at_every_improving_evaluation_loads_the_best"]),
+        ST + "test_saving_at_every_improving_evaluation_loads_the_best", *BEST_SAVED]),
     (TS, '- `save_strategy="best"` needs `metric_for_best_model`', [
         "error:best-without-metric", TA + "test_best_save_strategy_passes_training_arguments"]),
     (TS, "- An eval strategy with no `eval_dataset` raises at `Trainer(...)`", [
@@ -271,12 +274,19 @@ CLAIMS = [
         TA + "test_a_hub_name_with_one_offline_variable_alone_still_reaches_for_the_network"]),
     (TT, "The multiple rule is not enough, and nothing says so.", [
         ST + "test_best_evaluation_on_an_unsaved_step_is_never_loaded",
-        ST + "test_saving_at_every_improving_evaluation_loads_the_best", "block:assert best_saved_step == 20",
+        "block:class LoadBestSavedCheckpoint",
         "tests/test_agent_questions_transformers.py::test_a_stale_checkpoint_of_an_earlier_run_is_loaded_as_the_best"]),
+    (TT, "this callback: at every save it points `best_model_checkpoint`", [
+        *BEST_SAVED, ST + "test_saving_at_every_improving_evaluation_loads_the_best",
+        "tests/test_agent_questions_transformers.py::" + "test_of_equal_best_scores_the_first_wins", "block:class LoadBestSavedCheckpoint"]),
     (TT, "No labels reached the model.", [
         "error:no-loss-returned", UB + "test_label_names_does_not_fix_a_label_column_named_otherwise",
         TP + "test_token_classification_collator_keeps_label_and_the_others_rename_it",
         TP + "test_token_classification_with_a_label_column_returns_no_loss"]),
+    (TT, "got integer 0/1 labels:", [
+        "error:multi-label-int-labels", XG + "test_float_multi_hot_labels_stack_as_float32_for_a_bce_head"]),
+    (TT, "Integer multi-hot labels and no `problem_type`", [
+        "error:multi-label-without-problem-type", XG + "test_float_multi_hot_labels_stack_as_float32_for_a_bce_head"]),
     (TT, "`remove_unused_columns=False` kept the raw `text` column", [
         "error:string-column-kept", TA + "test_label_and_labels_columns_both_train"]),
     (TT, "Typical for GPT-style tokenizers.", [
@@ -328,9 +338,13 @@ CLAIMS = [
                                                         FDT + "test_deleting_the_incomplete_checkpoint_resumes_bit_exact"]),
     (TT, "The logged training loss is about N times the eval loss", [
         TA + "test_gradient_accumulation_inflates_sequence_classification_loss",
+        TP + "test_accumulation_doubles_loss_and_gradient_but_adamw_barely_changes_its_update",
         TP + "test_ddp_scales_the_eval_loss_too_so_only_a_one_process_reference_shows_it",
         DT + "test_sequence_classification_loss_is_scaled_by_rank_count_until_fixed"]),
     (TT, "The script came from the `main` branch.", ["error:example-script-needs-newer-transformers"]),
+    (TT, "torch is missing (plain `pip install transformers` does not pull it)", [
+        "error:trainer-without-torch", XG + "test_a_torch_less_install_imports_with_a_warning_and_fails_at_trainer",
+        TA + "test_plain_transformers_install_does_not_pull_torch"]),
 ]
 
 # ---- transformers-training references/questions.md (proofs: tests/test_agent_questions_transformers.py)
@@ -368,7 +382,7 @@ CLAIMS += [
         CONFIG_JSON, 'block:AutoConfig.from_pretrained("tiny-gpt2.json")']),
     (TQ, "`GPT2Config.from_json_file` does not check `model_type`", [CONFIG_JSON]),
     (TQ, "that stale folder is loaded as the best", [
-        ST + "test_best_evaluation_on_an_unsaved_step_is_never_loaded",
+        ST + "test_best_evaluation_on_an_unsaved_step_is_never_loaded", *BEST_SAVED,
         XQ + "test_a_stale_checkpoint_of_an_earlier_run_is_loaded_as_the_best"]),
     (TQ, "The first of equal scores wins", [XQ + "test_of_equal_best_scores_the_first_wins"]),
     (TQ, "The Trainer neither clears the folder nor refuses it.", [
@@ -391,6 +405,9 @@ CLAIMS += [
     (TQ, "a data file read by `load_dataset` makes its one lookup", [LOAD_LOOKUP, FOOTPRINT]),
     (TQ, "`exp(eval_loss)` is not the perplexity of a causal LM", [
         ST + "test_gpt2_eval_loss_counts_each_rows_first_token", ST + "test_recipe_perplexity_is_the_per_token_perplexity"]),
+    (TQ, "The model's own loss is right: `model(**batch).loss`", [
+        XG + "test_the_models_own_loss_on_a_right_padded_batch_is_per_predicted_token_eos_included",
+        XG + "test_a_tokenizer_without_eos_gets_it_appended_and_the_collator_keeps_it_as_a_label"]),
     (TQ, "GPT-2's `forward` takes `token_type_ids`", [
         XQ + "test_token_type_ids_shift_every_gpt2_position_and_reach_it_through_trainer"]),
     (TQ, "New vocabulary: for a model built from a config", [RESIZE]),

@@ -10,13 +10,15 @@ from __future__ import annotations
 import functools
 import json
 import shutil
+import site
+import subprocess
 import sys
 from pathlib import Path
 
-from .harness import CUDA, run_python
+from .harness import CUDA, ScriptResult, run_command, run_python
 from .quoted_errors import produces, raised
 from .shared_runs import run_once, session_tmp_path_factory
-from .transformers_kit import arguments, rows, text_dataset, tiny_classifier, word_tokenizer
+from .transformers_kit import arguments, multi_label_rows, rows, text_dataset, tiny_classifier, word_tokenizer
 
 
 @produces("removed-training-argument")
@@ -144,6 +146,28 @@ def _(tmp):
     return raised(trainer.train)
 
 
+def _multi_label_batch(problem_type: str | None):
+    """A tiny 3-label classifier (problem_type as given) and a batch of 2 rows whose multi-hot labels are ints."""
+    import torch
+
+    model = tiny_classifier(num_labels=3, **({"problem_type": problem_type} if problem_type else {}))
+    batch = multi_label_rows(2)
+    return model, {"input_ids": torch.stack([row["input_ids"] for row in batch]),
+                   "labels": torch.stack([row["labels"] for row in batch]).long()}
+
+
+@produces("multi-label-int-labels")
+def _(tmp):
+    model, batch = _multi_label_batch("multi_label_classification")
+    return raised(lambda: model(**batch), RuntimeError)
+
+
+@produces("multi-label-without-problem-type")
+def _(tmp):
+    model, batch = _multi_label_batch(None)  # int labels: the head infers single_label_classification
+    return raised(lambda: model(**batch), ValueError)
+
+
 @produces("no-checkpoint-in-output-dir")
 def _(tmp):
     from transformers import Trainer
@@ -235,6 +259,45 @@ def _(tmp):
             "try:\n    TrainingArguments(output_dir='out', bf16=True)\n"
             "except ValueError as exc:\n    print(f'ValueError: {exc}')\n")
     return run_python(["-c", code], tmp, env={"CUDA_VISIBLE_DEVICES": ""}).stdout.strip()
+
+
+TORCH_LESS_PROBE = """
+import importlib.util, json
+from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments
+
+result = {"torch_found": importlib.util.find_spec("torch") is not None,
+          "training_arguments": type(TrainingArguments(output_dir="out", report_to="none")).__name__}
+for name, build in (("Trainer", Trainer), ("model", lambda: AutoModelForSequenceClassification.from_config(None))):
+    try:
+        build()
+    except ImportError as exc:
+        result[name] = f"ImportError: {exc}"
+print(json.dumps(result))
+"""
+
+
+def torch_less_probe(tmp: Path) -> ScriptResult:
+    """TORCH_LESS_PROBE run by a venv that sees this suite's packages except torch and those built on it (a plain
+    `pip install transformers`): its stdout is one JSON object, its stderr what importing transformers printed."""
+    packages = tmp / "packages-without-torch"
+    packages.mkdir()
+    for entry in Path(site.getsitepackages()[0]).iterdir():
+        if not entry.name.lower().startswith(("torch", "functorch", "pytorch", "nvidia", "triton")):
+            (packages / entry.name).symlink_to(entry)
+    venv = tmp / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, capture_output=True)
+    python = venv / "bin" / "python"
+    venv_site = subprocess.run([python, "-c", "import site; print(site.getsitepackages()[0])"], check=True,
+                               capture_output=True, text=True).stdout.strip()
+    (Path(venv_site) / "without-torch.pth").write_text(f"{packages}\n")
+    return run_command([str(python), "-c", TORCH_LESS_PROBE], tmp)
+
+
+@produces("trainer-without-torch")
+def _(tmp):
+    result = torch_less_probe(tmp)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.json["Trainer"]
 
 
 EVALUATE_PROBE = """

@@ -9,6 +9,7 @@ SURFACE = [
     "transformers.DataCollatorForLanguageModeling",
     "transformers.DataCollatorForSeq2Seq",
     "transformers.EarlyStoppingCallback",
+    "transformers.PretrainedConfig",  # problem_type= of every model config
 ]
 # Names cited only to say they are gone; tests/test_transformers_api.py proves the installed library rejects each
 # (TrainingArguments fields, except `tokenizer`, which is a removed Trainer keyword).

@@ -22,6 +22,15 @@ def rows(count: int = 8, length: int = 4) -> list[dict]:
     return [{"input_ids": row, "labels": index % 2} for index, row in enumerate(ids)]
 
 
+def multi_label_rows(count: int = 8, length: int = 4, labels: int = 3) -> list[dict]:
+    """rows() with float multi-hot labels over ``labels`` classes, for a multi_label_classification (BCE) head."""
+    import torch
+
+    generator = torch.Generator().manual_seed(1)
+    hot = torch.randint(0, 2, (count, labels), generator=generator).float()
+    return [{**row, "labels": targets} for row, targets in zip(rows(count, length), hot)]
+
+
 def arguments(tmp: Path, **extra):
     from transformers import TrainingArguments
 
