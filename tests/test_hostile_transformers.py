@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from support.checks import assert_equal_check
-from support.harness import assert_one_line_error, import_script, run_python
+from support.harness import assert_one_line_error, import_script, run_python, run_with_full_disk_for_copies
 from support.transformers_kit import arguments, rows, tiny_classifier
 from support.transformers_scripts import (ARGS, CHECKPOINT, COPY_AGAIN, SCRIPTS, MkdirWhenUnpickled,
                                           assert_refused_before_torch, fingerprint, good_checkpoint)
@@ -419,3 +419,13 @@ def test_a_config_file_that_cannot_be_read_as_json_is_named_before_the_library_o
         make(tmp_path)
     result = training_args(f"--{flag}", path, "--device", "cpu", "--json", cwd=tmp_path)
     assert_one_line_error(result, 2, f"--{flag} {path!r}: {says}")
+
+
+def test_a_full_disk_while_copying_a_checkpoint_fails_a_named_check(tmp_path):
+    """A copy outside every step ended with "unexpected Error: [(...)]" naming no check: every step belongs to one."""
+    result = run_with_full_disk_for_copies("latest", CHECKPOINT, ["--device", "cpu", "--json"], tmp_path)
+    assert_one_line_error(result, 1, "check 'resume.latest.copy' failed: Error: copying to ")
+    assert "No space left on device" in result.stderr_lines[-1], result.stderr_lines[-1]
+    failed = [check["name"] for check in result.json["checks"] if not check["ok"]]
+    assert failed == ["resume.latest.copy"], failed
+    assert result.stray_files == [], result.stray_files
