@@ -111,6 +111,7 @@ CACHE_ENV = {
     "PYTORCH_KERNEL_CACHE_PATH": "torch/kernels",  # read by torch's C++ (CUDA jiterator kernels)
     "TORCHINDUCTOR_CACHE_DIR": "inductor",
     "TORCHVISION_DATASETS_HOME": "torchvision",
+    "QUACK_CACHE_DIR": "quack",  # torch's CuTe DSL kernels (newer torch)
     "TRITON_HOME": "triton-home",
     "TRITON_CACHE_DIR": "triton",
     "TRITON_DUMP_DIR": "triton-dump",
@@ -118,14 +119,24 @@ CACHE_ENV = {
     "CUDA_CACHE_PATH": "nv",  # the CUDA driver's JIT cache, else ~/.nv/ComputeCache (seen on an H200 run)
     "MPLCONFIGDIR": "matplotlib",
     "XDG_CACHE_HOME": "xdg",
+    "XDG_CONFIG_HOME": "xdg-config",
+    "XDG_DATA_HOME": "xdg-data",
+    "XDG_STATE_HOME": "xdg-state",
     "TMPDIR": "tmp",
 }
-# Where a library writes a log, a report or a dump, only when the variable is set: a value the user set is pointed
+# Where a library writes a log, a report, a dump or a rendezvous file, only when the variable is set: a value the user set is pointed
 # into the output directory (its folder is made there); unset, it stays unset (setting it would turn the output on).
 OUTPUT_ENV_IF_SET = {
     "TORCH_LOGS_OUT": "logs/torch-logs.txt",
     "TORCHINDUCTOR_AUTOHEURISTIC_LOG_PATH": "logs/autoheuristic",
     "TORCHINDUCTOR_MM_LOGGING_FILE": "logs/inductor-mm.txt",
+    "TORCHINDUCTOR_CONV_LOGGING_FILE": "logs/inductor-conv.txt",
+    "TORCHINDUCTOR_FLEX_ATTENTION_LOGGING_FILE": "logs/inductor-flex-attention.txt",
+    "TORCHINDUCTOR_TRITON_PROTON_OUTPUT_DIR": "logs/proton",
+    "FX_NET_ACC_SPLITTER_TRACKER_DUMP_PATH": "logs/splitter-tracker",
+    "TORCHCOMM_STORE_PATH": "logs/torchcomm-store",
+    "TORCHELASTIC_ERROR_FILE": "logs/torchelastic-error.json",  # a launcher sets its own for each rank it starts
+    "ACCELERATE_DEBUG_RDV_FILE": "logs/accelerate-debug-rdv",
     "ONNXRT_DUMP_PATH": "logs/onnxrt-dump",
     "PARTITIONER_MEMORY_BUDGET_PARETO_DIR": "logs/memory-budget-pareto",
     "NETWORK_DEBUG_REPORT_PATH": "logs/network-debug-report.json",
