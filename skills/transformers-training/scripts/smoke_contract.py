@@ -6,8 +6,9 @@ bundle root (run ``make sync`` after editing the root copy).
 
 The contract (``references/smoke-script-contract.md`` explains it for users):
   flags      --device {auto,cpu,gpu}  --seed N  --output-dir DIR  --keep  --json
-  exit codes 0 all checks passed, 1 a check failed, 2 usage error, 3 missing dependency, 4 device not there,
-             129 / 130 / 143 interrupted by SIGHUP / SIGINT / SIGTERM
+  exit codes 0 all checks passed, 1 a check failed, 2 usage error (an output dir in use by another run, a deleted
+             working directory...), 3 missing dependency or one installed that fails to load (told apart in the
+             message), 4 device not there, 129 / 130 / 143 interrupted by SIGHUP / SIGINT / SIGTERM
   --json     one object on stdout: script, ok, device, versions, checks [{name, ok, detail, actual, expected}],
              seconds
   checks     detail is the check's line for people (the log line's text). actual is the value the check looked at and
@@ -19,9 +20,13 @@ The contract (``references/smoke-script-contract.md`` explains it for users):
   logs       stderr only; a bad argument or a failure is one line, never a traceback
              (set SMOKE_DEBUG=1 to see the traceback of an unexpected error)
   files      written only inside the output directory, which is a fresh temporary directory removed at exit
-             unless --output-dir or --keep is given; Hub, dataset and compiler caches are pointed into it and
-             the Hugging Face libraries are put in offline mode before they are imported; distributed variables
-             inherited from a launcher or a cluster job (RANK, MASTER_ADDR...) are cleared, with one log line
+             unless --output-dir or --keep is given; every cache or module folder the stack reads from a variable
+             (CACHE_ENV; log outputs in OUTPUT_ENV_IF_SET when set) is pointed into it and the Hugging Face libraries
+             are put in offline mode before they are imported; distributed variables inherited from a launcher or a
+             cluster job (RANK, MASTER_ADDR...) are cleared, with one log line
+  claim      a run holds its output directory (_Claim: CLAIM_FILE, flock-locked, removed at exit): a second run
+             given it is exit 2 naming the holder; a killed run's marker binds no one (the kernel drops its lock)
+  steps      every step of the checks belongs to a named check (run.step): an error is never "unexpected"
   signals    SIGINT, SIGTERM and SIGHUP raise ``Interrupted`` (a KeyboardInterrupt) in the main thread while the body runs,
              so its ``finally`` blocks run; then the error line, the JSON summary, the temporary directory removed,
              exit 128 + the signal (130, 143, 129). It is raised once, so later signals do not cut the body's clean-up

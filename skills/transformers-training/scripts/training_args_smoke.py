@@ -18,11 +18,14 @@ parse them, except that a prefix is not taken for the whole flag. Mind two look-
 is the TrainingArguments field, checked but never created; --output-dir (hyphen) is the smoke contract's scratch
 directory. --seed, when given, is forwarded as TrainingArguments.seed (without it, TrainingArguments keeps 42).
 
-Checks, in order: removed 5.x flags (exit 2 naming the replacement), unknown, abbreviated or malformed flags
-(exit 2), numbers that are not finite (exit 2), TrainingArguments' own validation (exit 1), values it accepts but
-a run cannot use, such as a batch size below 1 (exit 2), report_to integrations (unknown: exit 1; not installed:
-exit 3 with the pip line), and the checks that only fire at Trainer init (save_strategy="best" without a metric,
-an eval strategy without an eval dataset, ...) by building a Trainer with a scratch output_dir and push_to_hub off.
+Checks, in order: removed 5.x flags (exit 2 naming the replacement), unknown, abbreviated or malformed flags (exit
+2), numbers that are not finite (exit 2), the files given to --accelerator_config, --fsdp_config and --deepspeed (a
+regular file of at most 1 MiB holding a JSON object, read before the library opens it: a FIFO would block it,
+/dev/zero fill memory; else exit 2 naming the flag and the file), TrainingArguments' own validation (exit 1), values
+it accepts but a run cannot use, such as a batch size below 1 (exit 2), report_to integrations (unknown: exit 1; not
+installed: exit 3 with the pip line), and the checks that only fire at Trainer init (save_strategy="best" without a
+metric, an eval strategy without an eval dataset, ...) by building a Trainer with a scratch output_dir and
+push_to_hub off.
 """
 
 from __future__ import annotations
