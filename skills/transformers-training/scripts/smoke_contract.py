@@ -129,8 +129,9 @@ CACHE_ENV = {
     "XDG_STATE_HOME": "xdg-state",
     "TMPDIR": "tmp",
 }
-# Where a library writes a log, a report, a dump or a rendezvous file, only when the variable is set: a value the user set is pointed
-# into the output directory (its folder is made there); unset, it stays unset (setting it would turn the output on).
+# Where a library writes a log, a report, a dump or a rendezvous file, only when the variable is set: a value the
+# user set is pointed into the output directory (its folder is made there); unset, it stays unset (setting it would
+# turn that output on).
 OUTPUT_ENV_IF_SET = {
     "TORCH_LOGS_OUT": "logs/torch-logs.txt",
     "TORCHINDUCTOR_AUTOHEURISTIC_LOG_PATH": "logs/autoheuristic",
@@ -417,7 +418,9 @@ class SmokeRun:
                 raise SmokeError(f"cannot make a temporary output folder ({exc.strerror or exc}); set TMPDIR to a "
                                  "writable folder or give --output-dir", EXIT_USAGE) from None
             try:
-                return folder, _Claim.take(folder, self.script, "the temporary output folder")
+                claim = _Claim.take(folder, self.script, "the temporary output folder")
+                claim.write_holder()
+                return folder, claim
             except BaseException:
                 shutil.rmtree(folder, ignore_errors=True)
                 raise
@@ -437,7 +440,7 @@ class SmokeRun:
             raise SmokeError(f"{named} is not writable: {exc.strerror or exc}", EXIT_USAGE) from None
         claim = _Claim.take(requested, self.script, named)
         try:  # again, now that no other run can start in it: one may have written and ended since the first look
-            _refuse_unless_empty(requested, named)
+            _refuse_unless_empty(requested, named, claimed=True)
         except SmokeError:
             claim.release()
             raise
@@ -574,10 +577,9 @@ class _Claim:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                holder = _holder_text(fd)
+                in_use = _in_use(named, fd)
                 os.close(fd)
-                raise SmokeError(f"{named} is in use by another run ({holder}); wait for it to end or give "
-                                 "another folder", EXIT_USAGE) from None
+                raise in_use from None
             except OSError as exc:  # a file system without locks
                 os.close(fd)
                 raise SmokeError(f"{named} cannot be locked for this run ({exc.strerror or exc}); give a folder on "
@@ -617,9 +619,15 @@ def _holder_text(fd: int) -> str:
     return " ".join(text.split()) or "one that is starting"
 
 
-def _refuse_unless_empty(folder: Path, named: str) -> None:
+def _in_use(named: str, fd: int) -> SmokeError:
+    return SmokeError(f"{named} is in use by another run ({_holder_text(fd)}); wait for it to end or give another "
+                      "folder", EXIT_USAGE)
+
+
+def _refuse_unless_empty(folder: Path, named: str, claimed: bool = False) -> None:
     """Refuse a folder with anything in it but a claim marker (never mix with, and maybe overwrite, other files): a
-    folder a live run holds is in use; files next to the marker of a run that ended are that run's."""
+    folder a live run holds is in use; files next to the marker of a run that ended are that run's. ``claimed``: the
+    marker is this run's own, so the files are those of a run that ended since the first look."""
     try:
         entries = [entry.name for entry in folder.iterdir()]
     except OSError as exc:
@@ -627,7 +635,7 @@ def _refuse_unless_empty(folder: Path, named: str) -> None:
     if not [name for name in entries if name != CLAIM_FILE]:
         return
     left_by = ""
-    if CLAIM_FILE in entries:
+    if CLAIM_FILE in entries and not claimed:
         try:
             fd = os.open(folder / CLAIM_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError:
@@ -637,8 +645,7 @@ def _refuse_unless_empty(folder: Path, named: str) -> None:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
                 except BlockingIOError:
-                    raise SmokeError(f"{named} is in use by another run ({_holder_text(fd)}); wait for it to end or "
-                                     "give another folder", EXIT_USAGE) from None
+                    raise _in_use(named, fd) from None
                 except OSError:
                     pass
                 left_by = f" (files of a run that ended without cleaning up, killed perhaps: {_holder_text(fd)})"
