@@ -1,9 +1,13 @@
 """Every script in every skill follows the smoke-script contract (references/smoke-script-contract.md)."""
 
 import ast
+import contextlib
+import importlib.util
 import json
 import os
 import re
+import shlex
+import shutil
 import socket
 import subprocess
 import sys
@@ -13,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from support.checks import RECORD_KEYS, meets, same_value
-from support.harness import DEVICES, REPO, SKILLS_DIR, assert_one_line_error, isolated_env, leg_marks, run_python
+from support.harness import (DEVICES, REPO, SKILLS_DIR, assert_one_line_error, isolated_env, leg_marks, run_command,
+                             run_python, tree_state)
 from support.shared_runs import CANONICAL_RUNS, canonical_run
 
 CONTRACT = REPO / "skill_common" / "smoke_contract.py"
@@ -267,3 +272,196 @@ def test_main_runs_twice_in_one_process(tmp_path):
     """)
     result = run_python(["-c", code], tmp_path)
     assert result.returncode == 0 and result.stdout.strip() == "[0, 0]", result.stderr[-2000:]
+
+
+# ---- the output folder is claimed for the length of a run ----
+
+HOLDER = textwrap.dedent(f"""
+    import sys
+    sys.path.insert(0, {str(CONTRACT.parent)!r})
+    from smoke_contract import build_parser, run_main
+
+    def body(run):  # like a run importing torch: only the contract's empty .cache folders in its output folder yet
+        print("holding", file=sys.stderr, flush=True)
+        sys.stdin.readline()  # holds the folder until the test closes stdin
+        (run.output_dir / "result.txt").write_text("written by the holder")
+        run.check("held", True, "released")
+
+    parser = build_parser("holder_smoke.py", "holds its output folder", "python scripts/holder_smoke.py")
+    sys.exit(run_main("holder_smoke.py", parser, body, []))
+""")
+
+
+@contextlib.contextmanager
+def holding(tmp_path: Path, output_dir: Path):
+    """A smoke run (the contract's) that holds ``output_dir`` in its checks until the block ends."""
+    script = tmp_path / "holder_smoke.py"
+    script.write_text(HOLDER)
+    holder = subprocess.Popen([sys.executable, str(script), "--output-dir", str(output_dir)], cwd=tmp_path, text=True,
+                              env=isolated_env(tmp_path), stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        for line in holder.stderr:  # its checks run once this line comes: the folder is claimed
+            if line.strip() == "holding":
+                break
+        assert holder.poll() is None, holder.stderr.read()
+        yield holder
+    finally:
+        if holder.poll() is None:
+            holder.stdin.close()
+        holder.wait(timeout=60)
+        holder.stderr.close()
+
+
+def test_a_folder_another_run_holds_is_refused_naming_that_run(tmp_path):
+    """Two runs given one empty folder both passed the "new or empty" check (1 pair in 30) and one failed later with
+    FileExistsError. A run claims its folder: a second one is exit 2, naming the run that holds it, and changes nothing;
+    the holder finishes untouched and releases the folder."""
+    out = tmp_path / "out"
+    with holding(tmp_path, out) as holder:
+        state = tree_state(out)
+        second = run_python([str(ENV_CHECK), "--output-dir", str(out), "--json"], tmp_path)
+        assert_one_line_error(second, 2, f"--output-dir {str(out)!r} is in use by another run (holder_smoke.py, "
+                                         f"pid {holder.pid}, started ")
+        assert second.json["exit_code"] == 2 and tree_state(out) == state, "the refused run changed the folder"
+        holder.stdin.close()
+        assert holder.wait(timeout=60) == 0
+    assert (out / "result.txt").read_text() == "written by the holder"
+    assert not (out / ".smoke-run").exists(), "the claim is released at exit"
+
+
+def test_a_folder_is_claimed_before_anything_is_written_in_it(tmp_path):
+    """The race's window: a run that holds a folder still empty (it claimed it, nothing written yet). A second run
+    found it empty and went ahead; it is refused the same way."""
+    spec = importlib.util.spec_from_file_location("contract_under_test", CONTRACT)
+    contract = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(contract)
+    out = tmp_path / "out"
+    out.mkdir()
+    claim = contract._Claim.take(out, "first_smoke.py", "the first run")
+    try:
+        claim.write_holder()
+        second = run_python([str(ENV_CHECK), "--output-dir", str(out)], tmp_path)
+    finally:
+        claim.release()
+    assert_one_line_error(second, 2, f"is in use by another run (first_smoke.py, pid {os.getpid()}, started ")
+    assert os.listdir(out) == []
+
+
+def test_a_killed_runs_marker_binds_no_one(tmp_path):
+    """A run killed by SIGKILL (or the OOM killer) leaves its marker, but the lock was the kernel's: its folder is
+    refused as not empty, saying whose files those are, never as in use; with nothing else in it, it is taken over."""
+    out = tmp_path / "out"
+    with holding(tmp_path, out) as holder:
+        holder.kill()
+    assert (out / ".smoke-run").exists()
+    refused = run_python([str(ENV_CHECK), "--output-dir", str(out)], tmp_path)
+    assert_one_line_error(refused, 2, f"is not empty (files of a run that ended without cleaning up, killed perhaps: "
+                                      f"holder_smoke.py, pid {holder.pid}, started ")
+    for entry in out.iterdir():
+        if entry.name != ".smoke-run":
+            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+    taken_over = run_python([str(ENV_CHECK), "--output-dir", str(out), "--device", "cpu"], tmp_path)
+    assert taken_over.returncode == 0, taken_over.stderr[-2000:]
+    assert not (out / ".smoke-run").exists()
+
+
+def test_a_checker_given_a_folder_another_run_holds_removes_nothing_in_it(tmp_path):
+    """`trap_check.py --output-dir X` removed the empty .cache folders of a smoke run importing torch in X, which then
+    failed with FileNotFoundError: what another run holds is refused, and nothing in it is removed."""
+    trap_check = SKILLS_DIR / "transformers-training" / "scripts" / "trap_check.py"
+    (tmp_path / "train.py").write_text("print('hello')\n")
+    out = tmp_path / "out"
+    with holding(tmp_path, out):
+        state = tree_state(out)
+        assert any(path.endswith(os.sep + "hf") for path in state), state
+        result = run_python([str(trap_check), "--output-dir", str(out), str(tmp_path / "train.py")], tmp_path)
+        assert tree_state(out) == state, "the checker changed a folder another run holds"
+    assert_one_line_error(result, 2, "is in use by another run (holder_smoke.py")
+
+
+def test_a_script_that_writes_nothing_removes_only_the_empty_cache_folders_of_its_own_run(tmp_path):
+    """run.remove_empty_cache(), for trap_check.py: the empty folders the contract made under .cache go, a folder with
+    a file stays; a second run may then be given the same folder when the first left it empty."""
+    script = tmp_path / "tidy_smoke.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(CONTRACT.parent)!r})
+        from smoke_contract import build_parser, run_main
+
+        def body(run):
+            if "--write" in sys.argv:
+                (run.output_dir / ".cache" / "hf" / "kept.txt").write_text("x")
+            run.remove_empty_cache()
+            run.check("tidied", True, "done")
+
+        parser = build_parser("tidy_smoke.py", "demo", "python scripts/tidy_smoke.py")
+        parser.add_argument("--write", action="store_true")
+        sys.exit(run_main("tidy_smoke.py", parser, body, []))
+    """))
+    out = tmp_path / "out"
+    for _ in range(2):
+        result = run_python([str(script), "--output-dir", str(out)], tmp_path)
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert os.listdir(out) == []
+    result = run_python([str(script), "--output-dir", str(tmp_path / "kept"), "--write"], tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert sorted(os.listdir(tmp_path / "kept" / ".cache")) == ["hf"]
+    assert os.listdir(tmp_path / "kept" / ".cache" / "hf") == ["kept.txt"]
+
+
+# ---- the environment a script starts in ----
+
+@pytest.mark.parametrize("script", SCRIPT_PARAMS)
+def test_a_deleted_working_directory_is_one_line_and_exit_2(script, tmp_path):
+    """Started from a working directory that was deleted, every torch-importing script died inside torch's import
+    (Intel oneMKL FATAL ERROR, exit 2, no error line, no JSON) and left its temporary folder behind."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    command = f"cd {shlex.quote(str(gone))} && rmdir {shlex.quote(str(gone))} && " \
+              f"exec {shlex.quote(sys.executable)} {shlex.quote(str(script))} --json"
+    result = run_command(["bash", "-c", command], tmp_path)
+    assert_one_line_error(result, 2, "the working directory no longer exists")
+    assert result.json["exit_code"] == 2
+    assert result.stray_files == [] and os.listdir(tmp_path / "tmpdir") == [], "nothing is left behind"
+
+
+def test_a_package_that_fails_to_load_is_told_from_a_missing_one(tmp_path):
+    """Under `ulimit -v` torch's shared libraries fail to load, which was reported as "missing dependency 'torch'
+    ... fix: pip install torch". A package not installed gets the pip line; one installed that fails to load (an
+    OSError from a library, a missing module inside it) gets its real error and no pip line."""
+    site = tmp_path / "site"
+    (site / "unloadable_pkg").mkdir(parents=True)
+    (site / "unloadable_pkg" / "__init__.py").write_text(
+        "raise OSError('libunloadable.so: failed to map segment from shared object')\n")
+    (site / "half_installed_pkg").mkdir()
+    (site / "half_installed_pkg" / "__init__.py").write_text("import no_such_module_inside_it\n")
+    script = tmp_path / "require_smoke.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        sys.path[:0] = [{str(CONTRACT.parent)!r}, {str(site)!r}]
+        from smoke_contract import build_parser, require, run_main
+
+        def body(run):
+            require(sys.argv[1], "pip install " + sys.argv[1])
+
+        parser = build_parser("require_smoke.py", "demo", "python scripts/require_smoke.py")
+        parser.add_argument("module")
+        sys.exit(run_main("require_smoke.py", parser, body, [], sys.argv[1:]))
+    """))
+    missing = run_python([str(script), "not_installed_pkg"], tmp_path)
+    assert_one_line_error(missing, 3, "missing dependency 'not_installed_pkg' (No module named 'not_installed_pkg'); "
+                                      "fix: pip install not_installed_pkg")
+    for module, error in (("unloadable_pkg", "OSError: libunloadable.so: failed to map segment from shared object"),
+                          ("half_installed_pkg", "ModuleNotFoundError: No module named 'no_such_module_inside_it'")):
+        result = run_python([str(script), module], tmp_path)
+        assert_one_line_error(result, 3, f"dependency {module!r} is installed but failed to load ({error})")
+        assert "pip install " + module not in result.stderr, result.stderr
+
+
+def test_torch_kept_out_by_a_memory_limit_is_not_called_missing(tmp_path):
+    """The outside tester's run, with a limit so low (300 MB of address space) that torch's own library cannot map."""
+    script = SKILLS_DIR / "transformers-training" / "scripts" / "training_args_smoke.py"
+    command = f"ulimit -v 300000 && exec {shlex.quote(sys.executable)} {shlex.quote(str(script))} --device cpu"
+    result = run_command(["bash", "-c", command], tmp_path)
+    assert_one_line_error(result, 3, "dependency 'torch' is installed but failed to load (")
+    assert "pip install torch" not in result.stderr and result.stray_files == []

@@ -15,7 +15,7 @@ import pytest
 from support.checks import assert_equal_check, same_value
 from support.composer_kit import classifier, loader, trainer, weights
 from support.composer_scripts import CHECKPOINT, PREFLIGHT, SCRIPTS, state_of
-from support.harness import assert_one_line_error, import_script, run_python
+from support.harness import assert_one_line_error, import_script, run_python, run_with_full_disk_for_copies
 from support.tensors import differing
 
 pytestmark = pytest.mark.composer
@@ -223,3 +223,15 @@ def test_preflight_names_an_empty_max_duration_and_the_units(duration, worker, t
     result = worker.run(PREFLIGHT, "--max-duration", duration, "--json", cwd=tmp_path)
     assert_one_line_error(result, 1, f"1 problem: max_duration: {duration!r} is empty: give a total in ep, ba, sp or "
                                      "tok, such as 2ep or 10ba (a bare integer means epochs)")
+
+
+def test_a_full_disk_while_copying_checkpoints_fails_a_named_check(tmp_path):
+    """`checkpoint_smoke.py --mode save` ended with "unexpected Error: [(...)]" naming no check when the disk filled up
+    during its copy of the checkpoint folder: every step belongs to a named check."""
+    result = run_with_full_disk_for_copies("rerun", CHECKPOINT, ["--mode", "save", "--batches", "2", "--device", "cpu",
+                                                                 "--json"], tmp_path)
+    assert_one_line_error(result, 1, "check 'save.rerun.copy' failed: Error: copying to ")
+    assert "No space left on device" in result.stderr_lines[-1], result.stderr_lines[-1]
+    failed = [check["name"] for check in result.json["checks"] if not check["ok"]]
+    assert failed == ["save.rerun.copy"], failed
+    assert result.stray_files == [], result.stray_files

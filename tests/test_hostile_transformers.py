@@ -7,6 +7,7 @@ evaluations between saves gets a notice."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import struct
 import zipfile
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from support.checks import assert_equal_check
-from support.harness import assert_one_line_error, import_script, run_python
+from support.harness import assert_one_line_error, import_script, run_python, run_with_full_disk_for_copies
 from support.transformers_kit import arguments, rows, tiny_classifier
 from support.transformers_scripts import (ARGS, CHECKPOINT, COPY_AGAIN, SCRIPTS, MkdirWhenUnpickled,
                                           assert_refused_before_torch, fingerprint, good_checkpoint)
@@ -331,3 +332,101 @@ def test_best_model_with_evaluations_between_saves_gets_a_notice(training_args, 
                         "is never saved, so the end loads an older checkpoint or none (best_model_checkpoint None); "
                         "save at every evaluation (--save_steps 5) or at every improvement (--save_strategy best)"]
                        if warned else []), notices
+
+
+# ---- training_args_smoke.py: the flags TrainingArguments opens as files ----
+
+# Fields that switch on the reading of another: fsdp_config is read only with fsdp set.
+ENABLING = [{}, {"fsdp": "full_shard"}]
+
+
+def opens_fifo(tmp_path: Path, name: str, build) -> bool:
+    """Whether ``build(path)`` opens ``path`` for reading: it is given a FIFO, and a reader is seen here (then sent
+    "{}" so it goes on). A build that never opens it finishes, or raises, without one."""
+    import errno
+    import threading
+
+    fifo = tmp_path / f"{name}.fifo"
+    os.mkfifo(fifo)
+    opened = False
+    building = threading.Thread(target=build_quietly, args=(build, str(fifo)), daemon=True)
+    building.start()
+    while building.is_alive() and not opened:
+        try:
+            writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)  # ENXIO while nobody reads it
+        except OSError as exc:
+            assert exc.errno == errno.ENXIO, exc
+            building.join(0.01)
+            continue
+        os.write(writer, b"{}")
+        os.close(writer)
+        opened = True
+    building.join(120)
+    assert not building.is_alive(), f"{name}: building with a FIFO did not finish"
+    return opened
+
+
+def build_quietly(build, path: str) -> None:
+    try:
+        build(path)
+    except Exception:  # noqa: BLE001 - a field that refuses the value did not open it; that is all this asks
+        pass
+
+
+def test_the_config_file_flags_are_the_fields_the_library_opens(tmp_path):
+    """CONFIG_FILE_FLAGS is not a guess: every TrainingArguments field taking a string is given a FIFO (alone, and with
+    each of ENABLING), and the fields the installed library opens are those flags. --deepspeed is opened by
+    accelerate's HfDeepSpeedConfig, which TrainingArguments reaches only where the deepspeed package is installed
+    (PackageNotFoundError first here): that class is given the FIFO itself."""
+    import dataclasses
+    import importlib.util
+
+    from accelerate.utils.deepspeed import HfDeepSpeedConfig
+    from transformers import TrainingArguments
+
+    opened = {field.name for field in dataclasses.fields(TrainingArguments)
+              if field.init and field.name != "output_dir" and "str" in str(field.type)
+              and any(opens_fifo(tmp_path, f"{field.name}-{number}",
+                                 lambda path, field=field, enabling=enabling: arguments(
+                                     tmp_path, **enabling, **{field.name: path}))
+                      for number, enabling in enumerate(ENABLING))}
+    if importlib.util.find_spec("deepspeed") is None:
+        assert "deepspeed" not in opened and opens_fifo(tmp_path, "HfDeepSpeedConfig", HfDeepSpeedConfig)
+        opened.add("deepspeed")
+    assert opened == set(training_args_smoke.CONFIG_FILE_FLAGS)
+
+
+CONFIG_FILES = {
+    "a FIFO": (lambda tmp: os.mkfifo(tmp / "config.json"), "is not a regular file (a FIFO, a device or a socket"),
+    "/dev/zero": (None, "is not a regular file (a FIFO, a device or a socket"),
+    "a missing file": (lambda tmp: None, "no such file"),
+    "a folder": (lambda tmp: (tmp / "config.json").mkdir(), "is a folder"),
+    "invalid JSON": (lambda tmp: (tmp / "config.json").write_text('{"a": '), "is not valid JSON"),
+    "a JSON list": (lambda tmp: (tmp / "config.json").write_text("[1]"), "holds a JSON list, not an object"),
+    "a huge file": (lambda tmp: (tmp / "config.json").write_bytes(b" " * (2 << 20)),
+                    f"is {2 << 20} bytes, more than a config file's 1048576"),
+}
+
+
+@pytest.mark.parametrize("flag", training_args_smoke.CONFIG_FILE_FLAGS)
+@pytest.mark.parametrize("kind", list(CONFIG_FILES))
+def test_a_config_file_that_cannot_be_read_as_json_is_named_before_the_library_opens_it(training_args, tmp_path,
+                                                                                        flag, kind):
+    """A FIFO blocked forever, /dev/zero was read until the OOM killer came (22 GB), and a missing file, a folder or
+    invalid JSON were exit 1 with an error naming no file: now exit 2 naming the flag and the file."""
+    make, says = CONFIG_FILES[kind]
+    path = "/dev/zero" if make is None else str(tmp_path / "config.json")
+    if make is not None:
+        make(tmp_path)
+    result = training_args(f"--{flag}", path, "--device", "cpu", "--json", cwd=tmp_path)
+    assert_one_line_error(result, 2, f"--{flag} {path!r}: {says}")
+
+
+def test_a_full_disk_while_copying_a_checkpoint_fails_a_named_check(tmp_path):
+    """A copy outside every step ended with "unexpected Error: [(...)]" naming no check: every step belongs to one."""
+    result = run_with_full_disk_for_copies("latest", CHECKPOINT, ["--device", "cpu", "--json"], tmp_path)
+    assert_one_line_error(result, 1, "check 'resume.latest.copy' failed: Error: copying to ")
+    assert "No space left on device" in result.stderr_lines[-1], result.stderr_lines[-1]
+    failed = [check["name"] for check in result.json["checks"] if not check["ok"]]
+    assert failed == ["resume.latest.copy"], failed
+    assert result.stray_files == [], result.stray_files

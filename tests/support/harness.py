@@ -243,3 +243,27 @@ def live_processes(text: str) -> dict[int, bytes]:
             if text.encode() in cmdline + environ:
                 found[int(entry.name)] = cmdline
     return found
+
+
+# Runs a script as __main__ with a disk that is full for every file copied into a folder named argv[1] (shutil's
+# copies, which the scripts use to copy checkpoints): the copy fails with ENOSPC as on a real full disk.
+FULL_DISK_FOR_COPIES = """
+import errno, os, runpy, shutil, sys
+folder, script = sys.argv[1], sys.argv[2]
+copyfile = shutil.copyfile
+
+def full_disk(source, destination, *args, **kwargs):
+    if folder in os.fspath(destination).split(os.sep):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), os.fspath(destination))
+    return copyfile(source, destination, *args, **kwargs)
+
+shutil.copyfile = full_disk
+sys.argv = sys.argv[2:]
+sys.path.insert(0, os.path.dirname(script))
+runpy.run_path(script, run_name="__main__")
+"""
+
+
+def run_with_full_disk_for_copies(folder: str, script: Path, args: list[str], tmp: Path) -> ScriptResult:
+    """``script args`` with every shutil copy into a folder named ``folder`` failing as on a full disk."""
+    return run_python(["-c", FULL_DISK_FOR_COPIES, folder, str(script), *args], tmp)

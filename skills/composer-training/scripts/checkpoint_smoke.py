@@ -124,28 +124,40 @@ def fingerprint(path: Path) -> tuple[str, int]:
 
 
 def body(run) -> None:
+    """Each mode runs inside a step named after it: an error outside that mode's own steps (a file system that
+    fails, a listing that raises) fails that named check, never an unnamed "unexpected" error."""
     device = run.resolve_device()
     require("torch", PIP_LINE)
     require("composer", PIP_LINE)
     mode, load_path = run.args.mode, run.args.load_path
-    before = fingerprint(load_path) if load_path else None
-    kit = Kit(device, run.args.seed, run.args.batches, run.output_dir / "checkpoints", run)
+    with run.step("setup"):
+        before = fingerprint(load_path) if load_path else None
+        kit = Kit(device, run.args.seed, run.args.batches, run.output_dir / "checkpoints", run)
     with redirect_stdout(sys.stderr):  # stdout is reserved for the --json summary
-        checkpoint = checked_copy(kit, load_path) if load_path else None
+        checkpoint = None
+        if load_path:
+            with run.step("load_path.copy"):
+                checkpoint = checked_copy(kit, load_path)
         if mode in ("save", "both", "all") or (checkpoint is None and mode in ("resume", "finetune")):
-            checkpoint = save_checks(kit, checks=mode in ("save", "both", "all"))
+            with run.step("save"):
+                checkpoint = save_checks(kit, checks=mode in ("save", "both", "all"))
         if mode in ("resume", "both", "all"):
-            resume_checks(kit, checkpoint, compare=load_path is None)
+            with run.step("resume"):
+                resume_checks(kit, checkpoint, compare=load_path is None)
         if mode in ("autoresume", "all"):
-            autoresume_checks(kit)
+            with run.step("autoresume"):
+                autoresume_checks(kit)
         if mode in ("finetune", "all"):
-            finetune_checks(kit, checkpoint)
+            with run.step("finetune"):
+                finetune_checks(kit, checkpoint)
         if mode in ("crash", "all"):
             drawn = [resolve_kill_points(given or kill_points(default), run.args.seed) for given, default in
                      [(run.args.kill_at, DEFAULT_KILL_AT), (run.args.kill_while_saving, DEFAULT_KILL_WHILE_SAVING)]]
-            crash_drills(kit, *drawn)
+            with run.step("crash"):
+                crash_drills(kit, *drawn)
     if load_path:
-        after = fingerprint(load_path)
+        with run.step("load_path.unchanged"):
+            after = fingerprint(load_path)
         run.check("load_path.unchanged", after == before, "sha256 and mtime as before the run", actual=after,
                   expected=before)
 
@@ -269,7 +281,8 @@ def save_checks(kit: Kit, checks: bool) -> Path:
 
     # A second run into a folder that already holds this run's checkpoints.
     rerun = kit.root / "rerun"
-    shutil.copytree(folder, rerun, symlinks=True)
+    with run.step("save.rerun.copy"):
+        shutil.copytree(folder, rerun, symlinks=True)
     message = raised(lambda: kit.trainer(max_duration=f"{batches}ba", save_folder=str(rerun),
                                          save_interval="1ba").fit())
     raises = {"startswith": "FileExistsError", "contains": "may conflict with a future checkpoint of the current run"}

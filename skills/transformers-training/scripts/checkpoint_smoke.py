@@ -428,7 +428,8 @@ def resumed_runs(run, kit, straight: Path) -> None:
               actual=differing, expected=[])
 
     latest = run.output_dir / "latest"
-    shutil.copytree(straight / "checkpoint-3", latest / "checkpoint-3")
+    with run.step("resume.latest.copy"):
+        shutil.copytree(straight / "checkpoint-3", latest / "checkpoint-3")
     with run.step("resume.latest"):
         trainer = kit.trainer("latest")
         trainer.train(resume_from_checkpoint=True)  # the newest checkpoint-* in output_dir
@@ -547,7 +548,8 @@ def crash_drill(run, kit, context, step: int, while_saving: bool) -> None:
                   actual={"files": list(files), "optimizer_is_zip": zipfile.is_zipfile(optimizer)},
                   expected={"files": {"contains": ["model.safetensors", "optimizer.pt"],
                                       "excludes": ["trainer_state.json"]}, "optimizer_is_zip": False})
-        shutil.copytree(incomplete, run.output_dir / f"{name}-as-killed" / incomplete.name)  # to inspect (--keep)
+        with run.step(f"{check}.copy_as_killed"):  # to inspect (--keep)
+            shutil.copytree(incomplete, run.output_dir / f"{name}-as-killed" / incomplete.name)
         try:  # what resume_from_checkpoint=True does with it
             kit.trainer(name, save_steps=1).train(resume_from_checkpoint=True)
             outcome = "no error"
@@ -655,21 +657,28 @@ def resume_from_folder(run, kit) -> None:
 
 
 def body(run) -> None:
+    """Each part runs inside a step named after it: an error outside that part's own steps (a file system that fails,
+    a listing that raises) fails that named check, never an unnamed "unexpected" error."""
     run.resolve_device()
     require("transformers", "pip install 'transformers[torch]'")
     require("safetensors", "pip install safetensors")
     speed_up_tiny_runs(run)
     with contextlib.redirect_stdout(sys.stderr):  # Trainer prints log dicts; stdout stays for --json
-        kit = Kit(run.args.seed, run.output_dir, run.device)
+        with run.step("setup"):
+            kit = Kit(run.args.seed, run.output_dir, run.device)
         if run.args.resume_from is not None:
-            resume_from_folder(run, kit)
+            with run.step("resume_from"):
+                resume_from_folder(run, kit)
             return
         if run.args.mode in ("resume", "all"):
-            straight = straight_run(run, kit)
-            resumed_runs(run, kit, straight)
-            best_model_run(run, kit)
+            with run.step("resume"):
+                straight = straight_run(run, kit)
+                resumed_runs(run, kit, straight)
+            with run.step("best"):
+                best_model_run(run, kit)
         if run.args.mode in ("crash", "all"):
-            crash_drills(run, kit)
+            with run.step("crash"):
+                crash_drills(run, kit)
 
 
 def main(argv=None) -> int:

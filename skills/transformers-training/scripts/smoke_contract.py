@@ -6,8 +6,9 @@ bundle root (run ``make sync`` after editing the root copy).
 
 The contract (``references/smoke-script-contract.md`` explains it for users):
   flags      --device {auto,cpu,gpu}  --seed N  --output-dir DIR  --keep  --json
-  exit codes 0 all checks passed, 1 a check failed, 2 usage error, 3 missing dependency, 4 device not there,
-             129 / 130 / 143 interrupted by SIGHUP / SIGINT / SIGTERM
+  exit codes 0 all checks passed, 1 a check failed, 2 usage error (an output dir in use by another run, a deleted
+             working directory...), 3 missing dependency or one installed that fails to load (told apart in the
+             message), 4 device not there, 129 / 130 / 143 interrupted by SIGHUP / SIGINT / SIGTERM
   --json     one object on stdout: script, ok, device, versions, checks [{name, ok, detail, actual, expected}],
              seconds
   checks     detail is the check's line for people (the log line's text). actual is the value the check looked at and
@@ -19,9 +20,13 @@ The contract (``references/smoke-script-contract.md`` explains it for users):
   logs       stderr only; a bad argument or a failure is one line, never a traceback
              (set SMOKE_DEBUG=1 to see the traceback of an unexpected error)
   files      written only inside the output directory, which is a fresh temporary directory removed at exit
-             unless --output-dir or --keep is given; Hub, dataset and compiler caches are pointed into it and
-             the Hugging Face libraries are put in offline mode before they are imported; distributed variables
-             inherited from a launcher or a cluster job (RANK, MASTER_ADDR...) are cleared, with one log line
+             unless --output-dir or --keep is given; every cache or module folder the stack reads from a variable
+             (CACHE_ENV; log outputs in OUTPUT_ENV_IF_SET when set) is pointed into it and the Hugging Face libraries
+             are put in offline mode before they are imported; distributed variables inherited from a launcher or a
+             cluster job (RANK, MASTER_ADDR...) are cleared, with one log line
+  claim      a run holds its output directory (_Claim: CLAIM_FILE, flock-locked, removed at exit): a second run
+             given it is exit 2 naming the holder; a killed run's marker binds no one (the kernel drops its lock)
+  steps      every step of the checks belongs to a named check (run.step): an error is never "unexpected"
   signals    SIGINT, SIGTERM and SIGHUP raise ``Interrupted`` (a KeyboardInterrupt) in the main thread while the body runs,
              so its ``finally`` blocks run; then the error line, the JSON summary, the temporary directory removed,
              exit 128 + the signal (130, 143, 129). It is raised once, so later signals do not cut the body's clean-up
@@ -40,6 +45,8 @@ The contract (``references/smoke-script-contract.md`` explains it for users):
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import importlib
 import importlib.metadata
 import json
@@ -52,7 +59,6 @@ import tempfile
 import threading
 import time
 import traceback
-from contextlib import contextmanager
 from pathlib import Path
 
 EXIT_OK = 0
@@ -66,8 +72,10 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # SIGHUP: the ter
 EXIT_CODES_HELP = """exit codes:
   0  all checks passed
   1  a check failed (the message names the check)
-  2  usage error (bad argument, output dir not usable or not empty, missing or damaged input file)
-  3  a dependency is missing (the message gives the pip line that fixes it)
+  2  usage error (bad argument, output dir not usable, not empty or in use by another run, missing or damaged
+     input file, a working directory that was deleted)
+  3  a dependency is missing (the message gives the pip line that fixes it) or is installed but fails to load
+     (the message names the error: a memory limit, a broken install)
   4  the requested device is not there (--device gpu without CUDA)
   129, 130, 143  interrupted by SIGHUP (a closed terminal), SIGINT (Ctrl-C) or SIGTERM; the temporary
                  output directory is removed"""
@@ -85,16 +93,61 @@ OFFLINE_ENV = {
     "WANDB_DISABLED": "true",
     "TOKENIZERS_PARALLELISM": "false",
 }
+# Every variable the installed stack reads for a cache or a folder it writes or imports code from (swept from the
+# libraries' sources by tests/test_confinement.py): each is pointed into the output directory, whether the user set
+# it or not, so a value set outside the run cannot make it write (or import) elsewhere.
 CACHE_ENV = {
     "HF_HOME": "hf",
+    "HF_HUB_CACHE": "hf/hub",
+    "HUGGINGFACE_HUB_CACHE": "hf/hub",  # the older name huggingface_hub still reads
+    "HF_ASSETS_CACHE": "hf/assets",
+    "HUGGINGFACE_ASSETS_CACHE": "hf/assets",
+    "HF_XET_CACHE": "hf/xet",
+    "HF_MODULES_CACHE": "hf/modules",  # transformers, datasets and evaluate write code there and import it
     "HF_DATASETS_CACHE": "hf/datasets",
+    "HF_DATASETS_DOWNLOADED_DATASETS_PATH": "hf/datasets/downloads",
+    "HF_DATASETS_EXTRACTED_DATASETS_PATH": "hf/datasets/downloads/extracted",
     "HF_EVALUATE_CACHE": "hf/evaluate",
+    "HF_METRICS_CACHE": "hf/metrics",
+    "HF_DATASETS_DOWNLOADED_EVALUATE_PATH": "hf/evaluate/downloads",
+    "HF_DATASETS_EXTRACTED_EVALUATE_PATH": "hf/evaluate/downloads/extracted",
+    "TORCH_HOME": "torch",
+    "TORCH_EXTENSIONS_DIR": "torch/extensions",  # compiled C++ extensions, imported from there
+    "PYTORCH_KERNEL_CACHE_PATH": "torch/kernels",  # read by torch's C++ (CUDA jiterator kernels)
     "TORCHINDUCTOR_CACHE_DIR": "inductor",
+    "TORCHVISION_DATASETS_HOME": "torchvision",
+    "QUACK_CACHE_DIR": "quack",  # torch's CuTe DSL kernels (newer torch)
+    "TRITON_HOME": "triton-home",
     "TRITON_CACHE_DIR": "triton",
+    "TRITON_DUMP_DIR": "triton-dump",
+    "TRITON_OVERRIDE_DIR": "triton-override",  # kernels loaded from there with TRITON_KERNEL_OVERRIDE=1
     "CUDA_CACHE_PATH": "nv",  # the CUDA driver's JIT cache, else ~/.nv/ComputeCache (seen on an H200 run)
     "MPLCONFIGDIR": "matplotlib",
     "XDG_CACHE_HOME": "xdg",
+    "XDG_CONFIG_HOME": "xdg-config",
+    "XDG_DATA_HOME": "xdg-data",
+    "XDG_STATE_HOME": "xdg-state",
     "TMPDIR": "tmp",
+}
+# Where a library writes a log, a report, a dump or a rendezvous file, only when the variable is set: a value the
+# user set is pointed into the output directory (its folder is made there); unset, it stays unset (setting it would
+# turn that output on).
+OUTPUT_ENV_IF_SET = {
+    "TORCH_LOGS_OUT": "logs/torch-logs.txt",
+    "TORCHINDUCTOR_AUTOHEURISTIC_LOG_PATH": "logs/autoheuristic",
+    "TORCHINDUCTOR_MM_LOGGING_FILE": "logs/inductor-mm.txt",
+    "TORCHINDUCTOR_CONV_LOGGING_FILE": "logs/inductor-conv.txt",
+    "TORCHINDUCTOR_FLEX_ATTENTION_LOGGING_FILE": "logs/inductor-flex-attention.txt",
+    "TORCHINDUCTOR_TRITON_PROTON_OUTPUT_DIR": "logs/proton",
+    "FX_NET_ACC_SPLITTER_TRACKER_DUMP_PATH": "logs/splitter-tracker",
+    "TORCHCOMM_STORE_PATH": "logs/torchcomm-store",
+    "TORCHELASTIC_ERROR_FILE": "logs/torchelastic-error.json",  # a launcher sets its own for each rank it starts
+    "ACCELERATE_DEBUG_RDV_FILE": "logs/accelerate-debug-rdv",
+    "ONNXRT_DUMP_PATH": "logs/onnxrt-dump",
+    "PARTITIONER_MEMORY_BUDGET_PARETO_DIR": "logs/memory-budget-pareto",
+    "NETWORK_DEBUG_REPORT_PATH": "logs/network-debug-report.json",
+    "TENSORBOARD_LOGGING_DIR": "logs/tensorboard",
+    "MOSAICML_LOG_DIR": "logs/mosaicml",  # the composer launcher's rank logs ("false" turns them off: kept)
 }
 # What torchrun, the composer launcher, accelerate and MPI set for one rank of a job. A smoke script inherits them
 # inside a cluster job or a launched shell; left in place, torch would try to join that job (connect to its
@@ -301,15 +354,27 @@ def json_value(value: object) -> object:
 
 
 def require(module: str, pip_line: str):
-    """Import ``module`` or fail with exit code 3 and the pip line that fixes it."""
+    """Import ``module`` or fail with exit code 3: not installed, with the pip line that fixes it; installed but failing
+    to load (a shared library a memory limit kept out, a broken install), with the error it raised."""
     try:
         imported = importlib.import_module(module)
-    except ImportError as exc:
-        raise SmokeError(f"missing dependency {module!r} ({exc}); fix: {pip_line}", EXIT_MISSING_DEPENDENCY) from None
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (module == exc.name or module.startswith(exc.name + ".")):
+            raise SmokeError(f"missing dependency {module!r} ({exc}); fix: {pip_line}",
+                             EXIT_MISSING_DEPENDENCY) from None
+        raise SmokeError(_failed_to_load(module, exc), EXIT_MISSING_DEPENDENCY) from None
+    except Exception as exc:  # noqa: BLE001 - ImportError, OSError...: whatever the package's import raised
+        raise SmokeError(_failed_to_load(module, exc), EXIT_MISSING_DEPENDENCY) from None
     if _SignalGate.active is not None:
         _SignalGate.active.reclaim()  # `import composer` replaces the SIGINT and SIGTERM handlers with its own
     _interrupt_point()
     return imported
+
+
+def _failed_to_load(module: str, exc: Exception) -> str:
+    error = " ".join(f"{type(exc).__name__}: {exc}".split())[:400]
+    return (f"dependency {module!r} is installed but failed to load ({error}); not a missing package: look for a "
+            "memory limit (ulimit -v) or a broken install (pip install --force-reinstall)")
 
 
 def package_versions(distributions: list[str]) -> dict[str, str | None]:
@@ -333,7 +398,8 @@ class SmokeRun:
         self.device = args.device
         self.started = time.perf_counter()
         self._temporary = args.output_dir is None
-        self.output_dir = self._prepare_output_dir(args.output_dir, braced_tmpdir_ok)
+        self._previous_tempdir = tempfile.tempdir
+        self.output_dir, self._claim = self._prepare_output_dir(args.output_dir, braced_tmpdir_ok)
         try:
             self._isolate_caches()
         except BaseException:
@@ -341,36 +407,45 @@ class SmokeRun:
             raise
         self._clear_distributed_env()
 
-    @staticmethod
-    def _prepare_output_dir(requested: Path | None, braced_tmpdir_ok: bool) -> Path:
+    def _prepare_output_dir(self, requested: Path | None, braced_tmpdir_ok: bool) -> tuple[Path, _Claim]:
         if requested is None:
             if not braced_tmpdir_ok:
                 _refuse_braces(Path(tempfile.gettempdir()).resolve(), "the temporary folder",
                                "set TMPDIR to a folder without braces or give --output-dir")
             try:
-                return Path(tempfile.mkdtemp(prefix="smoke-")).resolve()
+                folder = Path(tempfile.mkdtemp(prefix="smoke-")).resolve()
             except OSError as exc:  # no writable TMPDIR, /tmp or /var/tmp
                 raise SmokeError(f"cannot make a temporary output folder ({exc.strerror or exc}); set TMPDIR to a "
                                  "writable folder or give --output-dir", EXIT_USAGE) from None
+            try:
+                claim = _Claim.take(folder, self.script, "the temporary output folder")
+                claim.write_holder()
+                return folder, claim
+            except BaseException:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
+        named = f"--output-dir {str(requested)!r}"
         for path in [requested, *requested.parents]:  # mkdir would only say "File exists"
             if path.is_symlink() and not path.exists():
-                raise SmokeError(f"--output-dir {str(requested)!r}: {str(path)!r} is a dangling symbolic link (to "
-                                 f"{os.readlink(path)!r}: a missing target or a loop of links); give a new or empty "
-                                 "folder", EXIT_USAGE)
-        _refuse_braces(requested.resolve(), f"--output-dir {str(requested)!r}", "choose a folder without braces")
+                raise SmokeError(f"{named}: {str(path)!r} is a dangling symbolic link (to {os.readlink(path)!r}: a "
+                                 "missing target or a loop of links); give a new or empty folder", EXIT_USAGE)
+        _refuse_braces(requested.resolve(), named, "choose a folder without braces")
         if requested.exists() and not requested.is_dir():
-            raise SmokeError(f"--output-dir {str(requested)!r} exists and is not a directory", EXIT_USAGE)
-        if requested.is_dir() and any(requested.iterdir()):  # never mix with (and maybe overwrite) other files
-            raise SmokeError(f"--output-dir {str(requested)!r} is not empty; give a new or empty folder", EXIT_USAGE)
+            raise SmokeError(f"{named} exists and is not a directory", EXIT_USAGE)
+        if requested.is_dir():
+            _refuse_unless_empty(requested, named)  # before writing anything: a folder of yours is left untouched
         try:
             requested.mkdir(parents=True, exist_ok=True)
-            probe = requested / ".smoke-write-probe"
-            probe.touch()
-            probe.unlink()
         except OSError as exc:
-            raise SmokeError(f"--output-dir {str(requested)!r} is not writable: {exc.strerror or exc}",
-                             EXIT_USAGE) from None
-        return requested.resolve()
+            raise SmokeError(f"{named} is not writable: {exc.strerror or exc}", EXIT_USAGE) from None
+        claim = _Claim.take(requested, self.script, named)
+        try:  # again, now that no other run can start in it: one may have written and ended since the first look
+            _refuse_unless_empty(requested, named, claimed=True)
+        except SmokeError:
+            claim.release()
+            raise
+        claim.write_holder()
+        return requested.resolve(), claim
 
     def _isolate_caches(self) -> None:
         cache_root = self.output_dir / ".cache"
@@ -380,7 +455,12 @@ class SmokeRun:
             path = cache_root / relative
             path.mkdir(parents=True, exist_ok=True)
             os.environ[name] = str(path)
-        self._previous_tempdir, tempfile.tempdir = tempfile.tempdir, os.environ["TMPDIR"]
+        for name, relative in OUTPUT_ENV_IF_SET.items():
+            if os.environ.get(name, "false").lower() != "false":
+                path = cache_root / relative
+                path.parent.mkdir(parents=True, exist_ok=True)
+                os.environ[name] = str(path)
+        tempfile.tempdir = os.environ["TMPDIR"]
 
     def _clear_distributed_env(self) -> None:
         inherited = [name for name in DISTRIBUTED_ENV if name in os.environ]
@@ -415,7 +495,7 @@ class SmokeRun:
         return self.check(name, actual == expected, f"got {actual!r}, expected {expected!r}", actual=actual,
                           expected=expected)
 
-    @contextmanager
+    @contextlib.contextmanager
     def step(self, name: str):
         """Run a block; an exception inside it fails the check ``name`` and stops the script with exit 1."""
         _interrupt_point()
@@ -426,7 +506,7 @@ class SmokeRun:
         except Exception as exc:  # noqa: BLE001 - every unexpected error becomes a named failed check
             if os.environ.get("SMOKE_DEBUG"):
                 traceback.print_exc()
-            message = " ".join(f"{type(exc).__name__}: {exc}".split())
+            message = _error_text(exc)
             self.check(name, False, message[:500])
             raise SmokeError(f"check {name!r} failed: {message[:300]}", EXIT_CHECK_FAILED) from None
 
@@ -446,10 +526,143 @@ class SmokeRun:
             summary["output_dir"] = str(self.output_dir)
         return summary
 
+    def remove_empty_cache(self) -> None:
+        """Remove the empty folders left under <output-dir>/.cache, for a script that writes nothing (trap_check.py),
+        so the same --output-dir can be given again. Only while this run holds the folder: then all of .cache was
+        made by this run (the folder was empty when it was claimed), never by another run. A folder with a file in
+        it stays, and so does a link (os.walk does not follow it)."""
+        cache = self.output_dir / ".cache"
+        if not self._claim.held or cache.is_symlink() or not cache.is_dir():
+            return
+        for folder, dirs, _files in os.walk(cache, topdown=False):
+            for name in dirs:
+                with contextlib.suppress(OSError):  # not empty, or a link to a folder: kept
+                    os.rmdir(os.path.join(folder, name))
+        with contextlib.suppress(OSError):
+            os.rmdir(cache)
+
     def cleanup(self) -> None:
         tempfile.tempdir = self._previous_tempdir  # a second main() in this process must not use the removed folder
         if self._temporary and not self.args.keep:
             shutil.rmtree(self.output_dir, ignore_errors=True)
+        self._claim.release()
+
+
+CLAIM_FILE = ".smoke-run"  # in the output directory while a run uses it; holds who that is
+
+
+class _Claim:
+    """A run's hold on its output directory: ``CLAIM_FILE`` in it, locked (flock) while the run lasts, removed at
+    exit. Two runs given one folder cannot both pass the "new or empty" check: the second finds the lock taken and
+    is refused (exit 2) naming the run that holds it. The lock is the kernel's, so a run killed by SIGKILL or the
+    OOM killer holds nothing: its marker stays (it never ran its clean-up) but binds no one. A later run takes over
+    a folder that holds nothing else, and refuses one with the killed run's files as not empty, saying whose they
+    are."""
+
+    def __init__(self, marker: Path, fd: int, script: str):
+        self.marker, self.fd, self.script = marker, fd, script
+
+    @property
+    def held(self) -> bool:
+        return self.fd is not None
+
+    @classmethod
+    def take(cls, folder: Path, script: str, named: str) -> _Claim:
+        marker = folder / CLAIM_FILE
+        while True:
+            try:
+                fd = os.open(marker, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+            except OSError as exc:
+                raise SmokeError(f"{named} is not writable: {exc.strerror or exc}", EXIT_USAGE) from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                in_use = _in_use(named, fd)
+                os.close(fd)
+                raise in_use from None
+            except OSError as exc:  # a file system without locks
+                os.close(fd)
+                raise SmokeError(f"{named} cannot be locked for this run ({exc.strerror or exc}); give a folder on "
+                                 "a local disk", EXIT_USAGE) from None
+            claim = cls(marker, fd, script)
+            if claim._is_at_marker():
+                return claim
+            os.close(fd)  # its holder removed the marker between our open and our lock: a fresh one is due
+
+    def _is_at_marker(self) -> bool:
+        try:
+            on_disk, ours = os.stat(self.marker, follow_symlinks=False), os.fstat(self.fd)
+        except OSError:
+            return False
+        return (on_disk.st_dev, on_disk.st_ino) == (ours.st_dev, ours.st_ino)
+
+    def write_holder(self) -> None:
+        """Say who holds the folder, for the run that is refused (a stale marker's text is replaced)."""
+        started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, f"{self.script}, pid {os.getpid()}, started {started}\n".encode(), 0)
+
+    def release(self) -> None:
+        """Remove the marker if it is still ours, then unlock: never another run's marker. Forked children share the
+        lock; they are ended before this (run_main) or die with the process."""
+        if self.fd is None:
+            return
+        if self._is_at_marker():
+            with contextlib.suppress(OSError):
+                self.marker.unlink()
+        os.close(self.fd)
+        self.fd = None
+
+
+def _holder_text(fd: int) -> str:
+    text = os.pread(fd, 300, 0).decode("utf-8", "replace").strip()
+    return " ".join(text.split()) or "one that is starting"
+
+
+def _in_use(named: str, fd: int) -> SmokeError:
+    return SmokeError(f"{named} is in use by another run ({_holder_text(fd)}); wait for it to end or give another "
+                      "folder", EXIT_USAGE)
+
+
+def _refuse_unless_empty(folder: Path, named: str, claimed: bool = False) -> None:
+    """Refuse a folder with anything in it but a claim marker (never mix with, and maybe overwrite, other files): a
+    folder a live run holds is in use; files next to the marker of a run that ended are that run's. ``claimed``: the
+    marker is this run's own, so the files are those of a run that ended since the first look."""
+    try:
+        entries = [entry.name for entry in folder.iterdir()]
+    except OSError as exc:
+        raise SmokeError(f"{named} cannot be read: {exc.strerror or exc}", EXIT_USAGE) from None
+    if not [name for name in entries if name != CLAIM_FILE]:
+        return
+    left_by = ""
+    if CLAIM_FILE in entries and not claimed:
+        try:
+            fd = os.open(folder / CLAIM_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            fd = None
+        if fd is not None:
+            try:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    raise _in_use(named, fd) from None
+                except OSError:
+                    pass
+                left_by = f" (files of a run that ended without cleaning up, killed perhaps: {_holder_text(fd)})"
+            finally:
+                os.close(fd)
+    raise SmokeError(f"{named} is not empty{left_by}; give a new or empty folder", EXIT_USAGE)
+
+
+def _error_text(exc: Exception) -> str:
+    """An exception on one line. shutil.copytree's Error holds one (source, destination, reason) per file it could
+    not copy: the first reason comes first, so a long list of paths does not hide it (a full disk)."""
+    copies = exc.args[0] if isinstance(exc, shutil.Error) and exc.args and isinstance(exc.args[0], list) else None
+    if copies and all(isinstance(item, tuple) and len(item) == 3 for item in copies):
+        _source, destination, reason = copies[0]
+        more = f" (and {len(copies) - 1} more)" if len(copies) > 1 else ""
+        return " ".join(f"Error: copying to {destination!r} failed: {reason}{more}".split())
+    return " ".join(f"{type(exc).__name__}: {exc}".split())
 
 
 def _refuse_braces(path: Path, named: str, remedy: str) -> None:
@@ -478,6 +691,7 @@ def run_main(script: str, parser: argparse.ArgumentParser, body, distributions: 
         try:
             try:
                 args = parser.parse_args(argv)
+                _require_working_directory()
                 if validate is not None:
                     validate(args)
                 run = SmokeRun(script, args, distributions, braced_tmpdir_ok)
@@ -496,7 +710,7 @@ def run_main(script: str, parser: argparse.ArgumentParser, body, distributions: 
             except Exception as exc:  # noqa: BLE001 - the contract forbids tracebacks
                 if os.environ.get("SMOKE_DEBUG"):
                     traceback.print_exc()
-                exit_code, error = EXIT_CHECK_FAILED, " ".join(f"unexpected {type(exc).__name__}: {exc}".split())[:500]
+                exit_code, error = EXIT_CHECK_FAILED, f"unexpected {_error_text(exc)}"[:500]
             summary = None
             if json_requested:
                 summary = run.summary(error, exit_code) if run else {
@@ -514,6 +728,16 @@ def run_main(script: str, parser: argparse.ArgumentParser, body, distributions: 
             if run is not None:
                 run.cleanup()
     return exit_code
+
+
+def _require_working_directory() -> None:
+    """Before anything heavy is imported: torch's import dies in oneMKL (exit 2, no message) when the working
+    directory was deleted, and a relative path would mean nothing."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        raise SmokeError("the working directory no longer exists (deleted or moved after the shell entered it): cd "
+                         "into an existing folder and run again", EXIT_USAGE) from None
 
 
 def _end_child_processes() -> None:

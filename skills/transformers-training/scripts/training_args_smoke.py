@@ -18,21 +18,28 @@ parse them, except that a prefix is not taken for the whole flag. Mind two look-
 is the TrainingArguments field, checked but never created; --output-dir (hyphen) is the smoke contract's scratch
 directory. --seed, when given, is forwarded as TrainingArguments.seed (without it, TrainingArguments keeps 42).
 
-Checks, in order: removed 5.x flags (exit 2 naming the replacement), unknown, abbreviated or malformed flags
-(exit 2), numbers that are not finite (exit 2), TrainingArguments' own validation (exit 1), values it accepts but
-a run cannot use, such as a batch size below 1 (exit 2), report_to integrations (unknown: exit 1; not installed:
-exit 3 with the pip line), and the checks that only fire at Trainer init (save_strategy="best" without a metric,
-an eval strategy without an eval dataset, ...) by building a Trainer with a scratch output_dir and push_to_hub off.
+Checks, in order: removed 5.x flags (exit 2 naming the replacement), unknown, abbreviated or malformed flags (exit
+2), numbers that are not finite (exit 2), the files given to --accelerator_config, --fsdp_config and --deepspeed (a
+regular file of at most 1 MiB holding a JSON object, read before the library opens it: a FIFO would block it,
+/dev/zero fill memory; else exit 2 naming the flag and the file), TrainingArguments' own validation (exit 1), values
+it accepts but a run cannot use, such as a batch size below 1 (exit 2), report_to integrations (unknown: exit 1; not
+installed: exit 3 with the pip line), and the checks that only fire at Trainer init (save_strategy="best" without a
+metric, an eval strategy without an eval dataset, ...) by building a Trainer with a scratch output_dir and
+push_to_hub off.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import binascii
 import copy
 import importlib.metadata
+import json
 import math
 import os
 import re
+import stat
 import sys
 import warnings
 
@@ -79,6 +86,13 @@ UNUSABLE_VALUES = {
     "adam_beta2": (lambda value: not 0 <= value < 1, "outside [0, 1) AdamW raises ValueError when training starts"),
     "adam_epsilon": (lambda value: value < 0, "below 0 AdamW raises ValueError when training starts"),
 }
+# The fields TrainingArguments opens as a file when given a path (a string not starting with "{"): the library reads
+# them in __post_init__ with open() and json.load, so a FIFO would block forever and /dev/zero read until memory ran
+# out. tests/test_hostile_transformers.py finds them in the installed TrainingArguments by giving every field that
+# takes a string a FIFO and watching which ones open it.
+CONFIG_FILE_FLAGS = ("accelerator_config", "deepspeed", "fsdp_config")
+MAX_CONFIG_BYTES = 1 << 20  # a JSON config is a few KiB; more is not a config
+
 # pip lines for report_to integrations whose package name differs from the integration name.
 INTEGRATION_PACKAGES = {"comet_ml": "comet-ml", "azure_ml": "azureml-core", "flyte": "flytekit",
                         "kubeflow": "kubeflow-training"}
@@ -140,6 +154,9 @@ def parse_training_arguments(run):
     parser = OneLineHfArgumentParser(Seq2SeqTrainingArguments if run.args.seq2seq else TrainingArguments,
                                      allow_abbrev=False)
     parsed, _ = parser.parse_known_args(args=flags)
+    for name in CONFIG_FILE_FLAGS:
+        if problem := config_file_problem(name, getattr(parsed, name, None)):
+            raise SmokeError(f"--{name} {getattr(parsed, name)!r}: {problem}", EXIT_USAGE)
     for name, number in vars(parsed).items():  # before TrainingArguments: int(inf) raises OverflowError there
         if isinstance(number, float) and not math.isfinite(number):
             raise SmokeError(f"--{name} {number} is not a finite number: depending on the field, training raises, "
@@ -165,6 +182,48 @@ def parse_training_arguments(run):
     deprecations = sorted({str(w.message) for w in caught if issubclass(w.category, (FutureWarning, DeprecationWarning))
                            and "transformers" in (w.filename or "")})
     return training_args, deprecations
+
+
+def config_file_problem(name: str, given) -> str | None:
+    """Why the path given to a config-file flag cannot be read as TrainingArguments reads it, or None: checked before
+    the library opens it. Inline JSON ("{...}") and, for --deepspeed, base64-encoded JSON are not paths."""
+    if not isinstance(given, str) or not given or given.startswith("{"):
+        return None
+    try:
+        info = os.stat(given)
+    except FileNotFoundError:
+        if name == "deepspeed" and is_base64_json(given):
+            return None
+        also = " (nor base64-encoded JSON)" if name == "deepspeed" else ""
+        return f"no such file{also}; give a JSON config file"
+    except (OSError, ValueError) as exc:
+        return f"cannot be read ({getattr(exc, 'strerror', None) or exc}); give a JSON config file"
+    if stat.S_ISDIR(info.st_mode):
+        return "is a folder; give a JSON config file"
+    if not stat.S_ISREG(info.st_mode):
+        return ("is not a regular file (a FIFO, a device or a socket: reading it could block forever or never end); "
+                "give a JSON config file")
+    if info.st_size > MAX_CONFIG_BYTES:
+        return f"is {info.st_size} bytes, more than a config file's {MAX_CONFIG_BYTES}; give a JSON config file"
+    try:
+        with open(given, "rb") as file:
+            config = json.loads(file.read(MAX_CONFIG_BYTES + 1))
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc}); give a JSON config file"
+    except RecursionError:
+        return "is not valid JSON (nested too deeply)"
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+        return f"is not valid JSON ({' '.join(str(exc).split())[:200]})"
+    if not isinstance(config, dict):
+        return f"holds a JSON {type(config).__name__}, not an object of settings"
+    return None
+
+
+def is_base64_json(text: str) -> bool:
+    try:
+        return isinstance(json.loads(base64.urlsafe_b64decode(text).decode("utf-8")), dict)
+    except (binascii.Error, ValueError, RecursionError):
+        return False
 
 
 def check_integrations(run, training_args) -> None:
