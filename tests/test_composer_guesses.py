@@ -191,12 +191,13 @@ def test_a_run_name_goes_into_the_path_so_a_hostile_one_escapes_the_root_or_brea
         job("a{b}")
 
 
-HOSTILE_NAMES = ["../x", "..", ".", "a/b", "/tmp/x", "a{b}", "{rank}", "x{", "a}b", "", "-rf", "a\nb", "a" * 101]
+HOSTILE_NAMES = ["../x", "..", ".", "a/b", "/tmp/x", "a{b}", "{rank}", "x{", "a}b", "", "-rf", "a\nb", "a" * 101,
+                 "Job-A"]  # one folder with job-a where file names ignore case
 
 
 def test_the_shared_root_pattern_refuses_a_job_name_that_is_not_one_plain_folder_name():
     checked_job_name = doc_definitions(JOBS, "checked_job_name")["checked_job_name"]
-    for good in ("job-a", "run_2.v1", "A", "a" * 100):
+    for good in ("job-a", "run_2.v1", "a", "final-x.pt", "a" * 100):
         assert checked_job_name(good) == good
     for hostile in HOSTILE_NAMES:
         with pytest.raises(ValueError) as refused:
@@ -247,6 +248,75 @@ def test_the_repair_reads_only_regular_checkpoint_files(tmp_path):
     assert sorted(path.name for path in folder.iterdir()) == sorted(
         ["ep0-ba1-rank0.pt", "ep0-ba2-rank0.pt", "ep0-ba3-rank0.pt.partial", "latest-rank0.pt", *odd])
     assert (folder / "latest-rank0.pt").readlink() == Path("ep0-ba2-rank0.pt")  # not the link to another folder
+
+
+def test_the_repair_never_replaces_a_torn_file_an_earlier_kill_set_aside(tmp_path):
+    repair = doc_definitions(JOBS, "repair_before_relaunch")["repair_before_relaunch"]
+    folder = tmp_path / "job"
+    folder.mkdir()
+    earlier = {"ep0-ba3-rank0.pt.partial": b"PK\x03\x04 first kill", "ep0-ba3-rank0.pt.partial.1": b"PK\x03\x04 second"}
+    for name, torn in earlier.items():
+        (folder / name).write_bytes(torn)
+    (folder / "ep0-ba3-rank0.pt").write_bytes(b"PK\x03\x04 third kill")  # torn again at the same batch
+    repair(folder)
+    assert {path.name: path.read_bytes() for path in folder.iterdir()} == {
+        **earlier, "ep0-ba3-rank0.pt.partial.2": b"PK\x03\x04 third kill"}
+
+
+def pattern_source(heading: str) -> str:
+    """The python block under jobs.md's section ``heading``."""
+    section = JOBS.read_text(encoding="utf-8").split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    (source,) = [block.source for block in runnable_blocks(JOBS, "python") if block.source in section]
+    return source
+
+
+def free_names(source: str) -> set[str]:
+    """Names ``source`` reads but neither defines, imports, assigns nor gets from builtins."""
+    import builtins
+
+    tree = ast.parse(source)
+    bound = {alias.asname or alias.name.split(".")[0] for node in ast.walk(tree)
+             if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names}
+    bound |= {node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    bound |= {node.arg for node in ast.walk(tree) if isinstance(node, ast.arg)}
+    bound |= {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
+    read = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+    return read - bound - set(dir(builtins))
+
+
+def test_each_jobs_pattern_needs_only_the_names_the_page_says_it_takes_from_elsewhere():
+    intro = JOBS.read_text(encoding="utf-8").split("\n## ", 1)[0]
+    assert "`build_module` and `TinyLM`" in intro and "`repair_before_relaunch`" in intro
+    headings = re.findall(r"^## (.+)$", JOBS.read_text(encoding="utf-8"), flags=re.MULTILINE)
+    assert len(headings) == 6
+    for heading in headings:
+        allowed = {"build_module", "TinyLM"} | ({"repair_before_relaunch"} if "sharing one checkpoint root" in heading
+                                                else set())
+        assert free_names(pattern_source(heading)) <= allowed, heading
+
+
+def run_shared_root_job(job: str) -> None:
+    """jobs.md's shared-root pattern, as written, for the job ``job`` (in the current folder's shared-root)."""
+    source = pattern_source("Several jobs sharing one checkpoint root")
+    assert source.count('checked_job_name("job-a")') == 1
+    namespace = doc_definitions(JOBS, "build_module", "repair_before_relaunch")
+    exec(compile(source.replace('checked_job_name("job-a")', f"checked_job_name({job!r})"), str(JOBS), "exec"),  # noqa: S102
+         namespace)
+    namespace["trainer"].close()
+
+
+@pytest.mark.parametrize("order", [["x", "final-x.pt"], ["final-x.pt", "x"]])
+def test_shared_root_jobs_whose_names_look_like_each_others_files_do_not_collide(order, tmp_path, monkeypatch):
+    import torch
+
+    monkeypatch.chdir(tmp_path)
+    for job in order:
+        run_shared_root_job(job)
+    root = tmp_path / "shared-root"
+    assert sorted(path.name for path in root.iterdir()) == sorted(order)  # one folder per job, nothing else
+    for job in order:
+        assert (root / job / "latest-rank0.pt").resolve().name == "ep0-ba6-rank0.pt"
+        assert set(torch.load(root / job / "final.pt")) == {"module.0.weight", "module.0.bias", "module.2.weight", "module.2.bias"}
 
 
 # ---- 18. ComposerClassifier's num_classes, an install without torch, a small first run -----------------------------
