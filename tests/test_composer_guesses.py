@@ -171,6 +171,42 @@ def test_the_resume_sections_block_continues_a_generated_run_in_its_folder(tmp_p
                                                               "latest-rank0.pt"]
 
 
+def test_preflight_flags_a_full_resume_that_would_save_into_a_new_generated_folder(tmp_path, preflight):
+    generated = trainer(max_duration="2ba", save_folder=str(tmp_path / "{run_name}"))
+    generated.fit()
+    generated.close()
+    name, checkpoint = generated.state.run_name, generated.saved_checkpoints[-1]
+    resume = ("--max-duration", "4ba", "--load-path", checkpoint, "--save-folder", str(tmp_path / "{run_name}"))
+    code, checks = preflight(*resume)
+    assert code == 1 and not checks["load.run_name"]["ok"]
+    assert f"--run-name {name}" in checks["load.run_name"]["detail"]
+    assert checks["load.run_name"]["actual"] is None and checks["load.run_name"]["expected"] == name
+    code, checks = preflight(*resume, "--run-name", name)
+    assert code == 0 and checks["load.run_name"]["ok"] and checks["load.run_name"]["actual"] == name
+    for fine in (("--load-weights-only",), ("--run-name", "fork")):  # a new run on purpose: no problem
+        code, checks = preflight(*resume, *fine)
+        assert code == 0, (fine, checks)
+    code, checks = preflight("--max-duration", "4ba", "--load-path", checkpoint)  # no save folder: nothing saved
+    assert code == 0 and "load.run_name" not in checks
+
+
+def test_preflight_json_carries_the_checkpoints_run_name_and_the_documented_line_reads_it(tmp_path, preflight):
+    import sys
+
+    generated = trainer(max_duration="2ba", save_folder=str(tmp_path / "{run_name}"))
+    generated.fit()
+    generated.close()
+    name, checkpoint = generated.state.run_name, generated.saved_checkpoints[-1]
+    code, checks = preflight("--max-duration", "4ba", "--load-path", checkpoint)
+    assert code == 0
+    assert checks["load.checkpoint"]["actual"] == {"run_name": name, "epoch": 0, "batch": 2, "sample": 8, "token": 0}
+    (block,) = [block for block in blocks(CHECKPOINTING) if block.language == "bash" and "load.checkpoint" in
+                block.source]
+    line = block.source.replace("FILE", checkpoint).replace("python ", f"{sys.executable} ")
+    result = run_command(["bash", "-c", line + 'printf %s "$name"'], tmp_path / "shell", cwd=SKILL)
+    assert result.returncode == 0 and result.stdout == name, result.stderr[-2000:]
+
+
 # ---- 14. job names and the repair in the shared-root pattern -------------------------------------------------------
 
 def test_a_run_name_goes_into_the_path_so_a_hostile_one_escapes_the_root_or_breaks_the_relaunch(tmp_path):
