@@ -143,7 +143,7 @@ def test_automatic_eval_microbatching_is_gpu_only():
 # ---- 13. a generated run name, read back ---------------------------------------------------------------------------
 
 def test_a_generated_run_name_reads_back_without_unpickling_code(tmp_path, preflight):
-    inspect_checkpoint = doc_definitions(CHECKPOINTING, "inspect_checkpoint")["inspect_checkpoint"]
+    inspect_checkpoint = doc_definitions(CHECKPOINTING, "plain_data_types", "inspect_checkpoint")["inspect_checkpoint"]
     generated = trainer(max_duration="2ba", save_folder=str(tmp_path / "{run_name}"))
     generated.fit()
     generated.close()
@@ -161,7 +161,7 @@ def test_the_resume_sections_block_continues_a_generated_run_in_its_folder(tmp_p
     """The block of checkpointing-and-time.md that reads the name back, run on its own with the page's set-up."""
     (block,) = [block for block in runnable_blocks(CHECKPOINTING, "python")
                 if 'inspect_checkpoint(checkpoint)["state"]["run_name"]' in block.source]
-    page = doc_definitions(CHECKPOINTING, "inspect_checkpoint", "make_model", "make_trainer")
+    page = doc_definitions(CHECKPOINTING, "plain_data_types", "inspect_checkpoint", "make_model", "make_trainer")
     page.update(root=tmp_path, data=loader().dataset)
     exec(compile(block.source, block.where, "exec"), page)  # noqa: S102 - the documented code is the subject
     folder = page["checkpoint"].parent
@@ -169,6 +169,49 @@ def test_the_resume_sections_block_continues_a_generated_run_in_its_folder(tmp_p
     assert [path.name for path in (tmp_path / "gen").iterdir()] == [folder.name]  # one run, one folder
     assert sorted(path.name for path in folder.iterdir()) == ["ep0-ba2-rank0.pt", "ep0-ba4-rank0.pt",
                                                               "latest-rank0.pt"]
+
+
+def test_the_checkpoint_allowlist_names_numpy_1_and_numpy_2_types_as_each_installs_them(tmp_path, monkeypatch):
+    """mosaicml 0.32.1 allows numpy 1.21.5 to 2.2: numpy 2 is installed here; numpy 1.x is run by its logic."""
+    import types
+
+    import numpy
+
+    from support.harness import import_script
+
+    page = doc_definitions(CHECKPOINTING, "plain_data_types", "inspect_checkpoint")
+    now = page["plain_data_types"]()
+    assert numpy._core.multiarray._reconstruct in now
+    assert {numpy.dtypes.UInt32DType, numpy.dtypes.Float32DType, numpy.dtypes.Int64DType} <= set(now)
+    # numpy 1.x's name for the function, as numpy 2 keeps it for old pickles (numpy/core is its shim)
+    numpy_core_files = Path(numpy.__file__).parent / "core"
+    assert "The original `core` was renamed to `_core`" in (numpy_core_files / "__init__.py").read_text()
+    shim = " ".join((numpy_core_files / "multiarray.py").read_text().split())
+    assert ('from numpy.core.multiarray to # support old pickle files for item in ["_reconstruct", "scalar"]'
+            in shim)
+    reconstruct_1x = object()
+    numpy_1x = types.SimpleNamespace(core=types.SimpleNamespace(multiarray=types.SimpleNamespace(
+        _reconstruct=reconstruct_1x)), ndarray=numpy.ndarray, dtype=numpy.dtype)  # 1.21-1.24: no numpy.dtypes
+    page["numpy"] = numpy_1x
+    assert page["plain_data_types"]()[2:] == [reconstruct_1x, numpy.ndarray, numpy.dtype]
+    numpy_1x.dtypes = types.SimpleNamespace(UInt32DType=numpy.dtypes.UInt32DType, Float32DType=numpy.dtypes.Float32DType)
+    assert page["plain_data_types"]()[2:] == [reconstruct_1x, numpy.ndarray, numpy.dtype, numpy.dtypes.Float32DType,
+                                              numpy.dtypes.UInt32DType]  # 1.25, 1.26
+    # the script's reader: without numpy.dtypes (numpy < 1.25) it still reads a checkpoint that needs none
+    checkpoint_files = import_script(SKILL / "scripts" / "_checkpoint_files.py")
+    monkeypatch.delattr(numpy, "dtypes")
+
+    def numpy_1x_getattr(name):  # numpy 2 would import numpy.dtypes again on first use
+        raise AttributeError(f"module 'numpy' has no attribute {name!r}")
+
+    monkeypatch.setattr(numpy, "__getattr__", numpy_1x_getattr)
+    import torch
+    from composer.core import Timestamp
+
+    plain = tmp_path / "plain.pt"
+    torch.save({"state": {"timestamp": {"Timestamp": Timestamp(batch=2).state_dict()}, "model": {}}}, plain)
+    state, stamp = checkpoint_files.read_checkpoint(plain, "plain.pt")
+    assert int(stamp.batch) == 2
 
 
 def test_preflight_flags_a_full_resume_that_would_save_into_a_new_generated_folder(tmp_path, preflight):
