@@ -437,6 +437,41 @@ def test_composer_without_torch_fails_at_import_and_env_check_names_the_fix(tmp_
     assert result.json["error"] == "missing torch; fix: pip install torch==2.7.0"
 
 
+def env_check_without(tmp_path: Path, packages: tuple[str, ...], keep_metadata: bool = False):
+    """env_check.py --json run with only the installed files, less the import packages ``packages`` and, unless
+    ``keep_metadata``, their distributions' metadata (what pip uninstall removes)."""
+    import importlib.util
+    import sys
+
+    installed = Path(importlib.util.find_spec("composer").origin).parent.parent
+    site = tmp_path / "site-packages"
+    site.mkdir(parents=True)
+    for entry in installed.iterdir():
+        distribution = entry.name.split("-")[0] if entry.name.endswith(".dist-info") else None
+        if entry.name not in packages and not (distribution in packages and not keep_metadata):
+            (site / entry.name).symlink_to(entry)
+    scripts = SKILL / "scripts"
+    bootstrap = (f"import runpy, sys; sys.path[:0] = [{str(scripts)!r}]; sys.path.append({str(site)!r}); "
+                 f"sys.argv = ['env_check.py', '--json', '--device', 'cpu']; "
+                 f"runpy.run_path({str(scripts / 'env_check.py')!r}, run_name='__main__')")
+    return run_command([sys.executable, "-I", "-S", "-c", bootstrap], tmp_path / "run")
+
+
+def test_env_check_names_torchvision_too_and_a_torch_that_is_installed_but_does_not_import(tmp_path):
+    both = env_check_without(tmp_path / "no-deps", ("torch", "torchvision"))
+    assert both.returncode == 3, both.stderr[-2000:]
+    assert both.json["error"] == "missing torch, torchvision; fix: pip install torch==2.7.0 torchvision==0.22.0"
+    blocked = env_check_without(tmp_path / "blocked", ("torch",), keep_metadata=True)
+    assert blocked.returncode == 1, blocked.stderr[-2000:]
+    assert blocked.json["error"] == ("torch does not import (ModuleNotFoundError: No module named 'torch'); fix: "
+                                     "pip install --force-reinstall torch==2.7.0")
+    section = (SKILL / "references" / "troubleshooting.md").read_text(encoding="utf-8").split(
+        "```error composer-without-torch", 1)[1].split("\n```error ", 1)[0]
+    prose = " ".join(section.split())
+    for quoted in (both.json["error"], blocked.json["error"]):
+        assert f"`{quoted}`" in prose, quoted
+
+
 def test_fast_start_keeps_the_first_run_small_before_algorithms_launchers_or_loggers():
     text = (SKILL / "SKILL.md").read_text(encoding="utf-8")
     fast_start = text.split("## Fast start", 1)[1].split("\n## ", 1)[0]
