@@ -250,6 +250,36 @@ def test_preflight_json_carries_the_checkpoints_run_name_and_the_documented_line
     assert result.returncode == 0 and result.stdout == name, result.stderr[-2000:]
 
 
+def dropout_run(seed, **settings):
+    """The kit's trainer on a shuffled loader (32 samples, 8 batches an epoch) with dropout: both draw randomness."""
+    import torch
+    from composer.models import ComposerClassifier
+
+    torch.manual_seed(0)
+    layers = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Dropout(0.5), torch.nn.Linear(16, 3))
+    return trainer(model=ComposerClassifier(module=layers, num_classes=3), train_dataloader=loader(32, shuffle=True),
+                   max_duration="6ba", seed=seed, **settings)
+
+
+def test_a_resumed_run_takes_the_checkpoints_seed_whatever_seed_it_is_given(tmp_path):
+    import torch
+
+    from support.composer_kit import weights
+
+    straight = dropout_run(3, save_folder=str(tmp_path / "straight"), save_interval="1ba")
+    straight.fit()
+    straight.close()
+    other_seed = dropout_run(5)
+    other_seed.fit()
+    assert not all(map(torch.equal, weights(other_seed), weights(straight)))  # the seed matters in this run
+    for seed in (0, 5, None):
+        resumed = dropout_run(seed, load_path=str(tmp_path / "straight" / "ep0-ba3-rank0.pt"))
+        assert resumed.state.seed == 3, seed
+        resumed.fit()
+        assert all(map(torch.equal, weights(resumed), weights(straight))), seed  # bit for bit
+        resumed.close()
+
+
 # ---- 14. job names and the repair in the shared-root pattern -------------------------------------------------------
 
 def test_a_run_name_goes_into_the_path_so_a_hostile_one_escapes_the_root_or_breaks_the_relaunch(tmp_path):
