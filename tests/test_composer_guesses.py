@@ -194,7 +194,8 @@ def test_the_checkpoint_allowlist_names_numpy_1_and_numpy_2_types_as_each_instal
         _reconstruct=reconstruct_1x)), ndarray=numpy.ndarray, dtype=numpy.dtype)  # 1.21-1.24: no numpy.dtypes
     page["numpy"] = numpy_1x
     assert page["plain_data_types"]()[2:] == [reconstruct_1x, numpy.ndarray, numpy.dtype]
-    numpy_1x.dtypes = types.SimpleNamespace(UInt32DType=numpy.dtypes.UInt32DType, Float32DType=numpy.dtypes.Float32DType)
+    numpy_1x.dtypes = types.SimpleNamespace(UInt32DType=numpy.dtypes.UInt32DType,
+                                            Float32DType=numpy.dtypes.Float32DType)
     assert page["plain_data_types"]()[2:] == [reconstruct_1x, numpy.ndarray, numpy.dtype, numpy.dtypes.Float32DType,
                                               numpy.dtypes.UInt32DType]  # 1.25, 1.26
     # the script's reader: without numpy.dtypes (numpy < 1.25) it still reads a checkpoint that needs none
@@ -409,8 +410,8 @@ def run_shared_root_job(job: str) -> None:
     source = pattern_source("Several jobs sharing one checkpoint root")
     assert source.count('checked_job_name("job-a")') == 1
     namespace = doc_definitions(JOBS, "build_module", "repair_before_relaunch")
-    exec(compile(source.replace('checked_job_name("job-a")', f"checked_job_name({job!r})"), str(JOBS), "exec"),  # noqa: S102
-         namespace)
+    named = source.replace('checked_job_name("job-a")', f"checked_job_name({job!r})")
+    exec(compile(named, str(JOBS), "exec"), namespace)  # noqa: S102 - the documented code is the subject
     namespace["trainer"].close()
 
 
@@ -425,7 +426,8 @@ def test_shared_root_jobs_whose_names_look_like_each_others_files_do_not_collide
     assert sorted(path.name for path in root.iterdir()) == sorted(order)  # one folder per job, nothing else
     for job in order:
         assert (root / job / "latest-rank0.pt").resolve().name == "ep0-ba6-rank0.pt"
-        assert set(torch.load(root / job / "final.pt")) == {"module.0.weight", "module.0.bias", "module.2.weight", "module.2.bias"}
+        final = torch.load(root / job / "final.pt")
+        assert set(final) == {"module.0.weight", "module.0.bias", "module.2.weight", "module.2.bias"}
 
 
 # ---- 18. ComposerClassifier's num_classes, an install without torch, a small first run -----------------------------

@@ -20,9 +20,9 @@ and a short allowlist of plain-data types, so no code from the file runs: a file
 is created; its run name and timestamp are the `actual` of the load.checkpoint (autoresume.checkpoint) check in
 --json. A full resume (--load-path without --load-weights-only) into a save folder with {run_name} and no run name
 is a problem: Composer restores no run name, so the run would save into a new folder; pass the checkpoint's name
-with --run-name. Torn checkpoints that a job killed while saving left in the save folder are named, with what to do, when
-they would make fit() raise. Some traps Composer accepts are reported as problems too: `iter` durations never end,
-`tok` durations never end unless tokens are counted, and a changed head needs three load options together.
+with --run-name. Torn checkpoints that a job killed while saving left in the save folder are named, with what to
+do, when they would make fit() raise. Some traps Composer accepts are reported as problems too: `iter` durations
+never end, `tok` durations never end unless tokens are counted, and a changed head needs three load options together.
 """
 
 from __future__ import annotations
