@@ -143,7 +143,7 @@ def test_automatic_eval_microbatching_is_gpu_only():
 # ---- 13. a generated run name, read back ---------------------------------------------------------------------------
 
 def test_a_generated_run_name_reads_back_without_unpickling_code(tmp_path, preflight):
-    inspect_checkpoint = doc_definitions(CHECKPOINTING, "inspect_checkpoint")["inspect_checkpoint"]
+    inspect_checkpoint = doc_definitions(CHECKPOINTING, "plain_data_types", "inspect_checkpoint")["inspect_checkpoint"]
     generated = trainer(max_duration="2ba", save_folder=str(tmp_path / "{run_name}"))
     generated.fit()
     generated.close()
@@ -161,7 +161,7 @@ def test_the_resume_sections_block_continues_a_generated_run_in_its_folder(tmp_p
     """The block of checkpointing-and-time.md that reads the name back, run on its own with the page's set-up."""
     (block,) = [block for block in runnable_blocks(CHECKPOINTING, "python")
                 if 'inspect_checkpoint(checkpoint)["state"]["run_name"]' in block.source]
-    page = doc_definitions(CHECKPOINTING, "inspect_checkpoint", "make_model", "make_trainer")
+    page = doc_definitions(CHECKPOINTING, "plain_data_types", "inspect_checkpoint", "make_model", "make_trainer")
     page.update(root=tmp_path, data=loader().dataset)
     exec(compile(block.source, block.where, "exec"), page)  # noqa: S102 - the documented code is the subject
     folder = page["checkpoint"].parent
@@ -169,6 +169,116 @@ def test_the_resume_sections_block_continues_a_generated_run_in_its_folder(tmp_p
     assert [path.name for path in (tmp_path / "gen").iterdir()] == [folder.name]  # one run, one folder
     assert sorted(path.name for path in folder.iterdir()) == ["ep0-ba2-rank0.pt", "ep0-ba4-rank0.pt",
                                                               "latest-rank0.pt"]
+
+
+def test_the_checkpoint_allowlist_names_numpy_1_and_numpy_2_types_as_each_installs_them(tmp_path, monkeypatch):
+    """mosaicml 0.32.1 allows numpy 1.21.5 to 2.2: numpy 2 is installed here; numpy 1.x is run by its logic."""
+    import types
+
+    import numpy
+
+    from support.harness import import_script
+
+    page = doc_definitions(CHECKPOINTING, "plain_data_types", "inspect_checkpoint")
+    now = page["plain_data_types"]()
+    assert numpy._core.multiarray._reconstruct in now
+    assert {numpy.dtypes.UInt32DType, numpy.dtypes.Float32DType, numpy.dtypes.Int64DType} <= set(now)
+    # numpy 1.x's name for the function, as numpy 2 keeps it for old pickles (numpy/core is its shim)
+    numpy_core_files = Path(numpy.__file__).parent / "core"
+    assert "The original `core` was renamed to `_core`" in (numpy_core_files / "__init__.py").read_text()
+    shim = " ".join((numpy_core_files / "multiarray.py").read_text().split())
+    assert ('from numpy.core.multiarray to # support old pickle files for item in ["_reconstruct", "scalar"]'
+            in shim)
+    reconstruct_1x = object()
+    numpy_1x = types.SimpleNamespace(core=types.SimpleNamespace(multiarray=types.SimpleNamespace(
+        _reconstruct=reconstruct_1x)), ndarray=numpy.ndarray, dtype=numpy.dtype)  # 1.21-1.24: no numpy.dtypes
+    page["numpy"] = numpy_1x
+    assert page["plain_data_types"]()[2:] == [reconstruct_1x, numpy.ndarray, numpy.dtype]
+    numpy_1x.dtypes = types.SimpleNamespace(UInt32DType=numpy.dtypes.UInt32DType,
+                                            Float32DType=numpy.dtypes.Float32DType)
+    assert page["plain_data_types"]()[2:] == [reconstruct_1x, numpy.ndarray, numpy.dtype, numpy.dtypes.Float32DType,
+                                              numpy.dtypes.UInt32DType]  # 1.25, 1.26
+    # the script's reader: without numpy.dtypes (numpy < 1.25) it still reads a checkpoint that needs none
+    checkpoint_files = import_script(SKILL / "scripts" / "_checkpoint_files.py")
+    monkeypatch.delattr(numpy, "dtypes")
+
+    def numpy_1x_getattr(name):  # numpy 2 would import numpy.dtypes again on first use
+        raise AttributeError(f"module 'numpy' has no attribute {name!r}")
+
+    monkeypatch.setattr(numpy, "__getattr__", numpy_1x_getattr)
+    import torch
+    from composer.core import Timestamp
+
+    plain = tmp_path / "plain.pt"
+    torch.save({"state": {"timestamp": {"Timestamp": Timestamp(batch=2).state_dict()}, "model": {}}}, plain)
+    state, stamp = checkpoint_files.read_checkpoint(plain, "plain.pt")
+    assert int(stamp.batch) == 2
+
+
+def test_preflight_flags_a_full_resume_that_would_save_into_a_new_generated_folder(tmp_path, preflight):
+    generated = trainer(max_duration="2ba", save_folder=str(tmp_path / "{run_name}"))
+    generated.fit()
+    generated.close()
+    name, checkpoint = generated.state.run_name, generated.saved_checkpoints[-1]
+    resume = ("--max-duration", "4ba", "--load-path", checkpoint, "--save-folder", str(tmp_path / "{run_name}"))
+    code, checks = preflight(*resume)
+    assert code == 1 and not checks["load.run_name"]["ok"]
+    assert f"--run-name {name}" in checks["load.run_name"]["detail"]
+    assert checks["load.run_name"]["actual"] is None and checks["load.run_name"]["expected"] == name
+    code, checks = preflight(*resume, "--run-name", name)
+    assert code == 0 and checks["load.run_name"]["ok"] and checks["load.run_name"]["actual"] == name
+    for fine in (("--load-weights-only",), ("--run-name", "fork")):  # a new run on purpose: no problem
+        code, checks = preflight(*resume, *fine)
+        assert code == 0, (fine, checks)
+    code, checks = preflight("--max-duration", "4ba", "--load-path", checkpoint)  # no save folder: nothing saved
+    assert code == 0 and "load.run_name" not in checks
+
+
+def test_preflight_json_carries_the_checkpoints_run_name_and_the_documented_line_reads_it(tmp_path, preflight):
+    import sys
+
+    generated = trainer(max_duration="2ba", save_folder=str(tmp_path / "{run_name}"))
+    generated.fit()
+    generated.close()
+    name, checkpoint = generated.state.run_name, generated.saved_checkpoints[-1]
+    code, checks = preflight("--max-duration", "4ba", "--load-path", checkpoint)
+    assert code == 0
+    assert checks["load.checkpoint"]["actual"] == {"run_name": name, "epoch": 0, "batch": 2, "sample": 8, "token": 0}
+    (block,) = [block for block in blocks(CHECKPOINTING) if block.language == "bash" and "load.checkpoint" in
+                block.source]
+    line = block.source.replace("FILE", checkpoint).replace("python ", f"{sys.executable} ")
+    result = run_command(["bash", "-c", line + 'printf %s "$name"'], tmp_path / "shell", cwd=SKILL)
+    assert result.returncode == 0 and result.stdout == name, result.stderr[-2000:]
+
+
+def dropout_run(seed, **settings):
+    """The kit's trainer on a shuffled loader (32 samples, 8 batches an epoch) with dropout: both draw randomness."""
+    import torch
+    from composer.models import ComposerClassifier
+
+    torch.manual_seed(0)
+    layers = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Dropout(0.5), torch.nn.Linear(16, 3))
+    return trainer(model=ComposerClassifier(module=layers, num_classes=3), train_dataloader=loader(32, shuffle=True),
+                   max_duration="6ba", seed=seed, **settings)
+
+
+def test_a_resumed_run_takes_the_checkpoints_seed_whatever_seed_it_is_given(tmp_path):
+    import torch
+
+    from support.composer_kit import weights
+
+    straight = dropout_run(3, save_folder=str(tmp_path / "straight"), save_interval="1ba")
+    straight.fit()
+    straight.close()
+    other_seed = dropout_run(5)
+    other_seed.fit()
+    assert not all(map(torch.equal, weights(other_seed), weights(straight)))  # the seed matters in this run
+    for seed in (0, 5, None):
+        resumed = dropout_run(seed, load_path=str(tmp_path / "straight" / "ep0-ba3-rank0.pt"))
+        assert resumed.state.seed == 3, seed
+        resumed.fit()
+        assert all(map(torch.equal, weights(resumed), weights(straight))), seed  # bit for bit
+        resumed.close()
 
 
 # ---- 14. job names and the repair in the shared-root pattern -------------------------------------------------------
@@ -191,12 +301,13 @@ def test_a_run_name_goes_into_the_path_so_a_hostile_one_escapes_the_root_or_brea
         job("a{b}")
 
 
-HOSTILE_NAMES = ["../x", "..", ".", "a/b", "/tmp/x", "a{b}", "{rank}", "x{", "a}b", "", "-rf", "a\nb", "a" * 101]
+HOSTILE_NAMES = ["../x", "..", ".", "a/b", "/tmp/x", "a{b}", "{rank}", "x{", "a}b", "", "-rf", "a\nb", "a" * 101,
+                 "Job-A"]  # one folder with job-a where file names ignore case
 
 
 def test_the_shared_root_pattern_refuses_a_job_name_that_is_not_one_plain_folder_name():
     checked_job_name = doc_definitions(JOBS, "checked_job_name")["checked_job_name"]
-    for good in ("job-a", "run_2.v1", "A", "a" * 100):
+    for good in ("job-a", "run_2.v1", "a", "final-x.pt", "a" * 100):
         assert checked_job_name(good) == good
     for hostile in HOSTILE_NAMES:
         with pytest.raises(ValueError) as refused:
@@ -249,6 +360,76 @@ def test_the_repair_reads_only_regular_checkpoint_files(tmp_path):
     assert (folder / "latest-rank0.pt").readlink() == Path("ep0-ba2-rank0.pt")  # not the link to another folder
 
 
+def test_the_repair_never_replaces_a_torn_file_an_earlier_kill_set_aside(tmp_path):
+    repair = doc_definitions(JOBS, "repair_before_relaunch")["repair_before_relaunch"]
+    folder = tmp_path / "job"
+    folder.mkdir()
+    earlier = {"ep0-ba3-rank0.pt.partial": b"PK\x03\x04 first kill", "ep0-ba3-rank0.pt.partial.1": b"PK\x03\x04 second"}
+    for name, torn in earlier.items():
+        (folder / name).write_bytes(torn)
+    (folder / "ep0-ba3-rank0.pt").write_bytes(b"PK\x03\x04 third kill")  # torn again at the same batch
+    repair(folder)
+    assert {path.name: path.read_bytes() for path in folder.iterdir()} == {
+        **earlier, "ep0-ba3-rank0.pt.partial.2": b"PK\x03\x04 third kill"}
+
+
+def pattern_source(heading: str) -> str:
+    """The python block under jobs.md's section ``heading``."""
+    section = JOBS.read_text(encoding="utf-8").split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    (source,) = [block.source for block in runnable_blocks(JOBS, "python") if block.source in section]
+    return source
+
+
+def free_names(source: str) -> set[str]:
+    """Names ``source`` reads but neither defines, imports, assigns nor gets from builtins."""
+    import builtins
+
+    tree = ast.parse(source)
+    bound = {alias.asname or alias.name.split(".")[0] for node in ast.walk(tree)
+             if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names}
+    bound |= {node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    bound |= {node.arg for node in ast.walk(tree) if isinstance(node, ast.arg)}
+    bound |= {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
+    read = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+    return read - bound - set(dir(builtins))
+
+
+def test_each_jobs_pattern_needs_only_the_names_the_page_says_it_takes_from_elsewhere():
+    intro = JOBS.read_text(encoding="utf-8").split("\n## ", 1)[0]
+    assert "`build_module` and `TinyLM`" in intro and "`repair_before_relaunch`" in intro
+    headings = re.findall(r"^## (.+)$", JOBS.read_text(encoding="utf-8"), flags=re.MULTILINE)
+    assert len(headings) == 6
+    for heading in headings:
+        allowed = {"build_module", "TinyLM"} | ({"repair_before_relaunch"} if "sharing one checkpoint root" in heading
+                                                else set())
+        assert free_names(pattern_source(heading)) <= allowed, heading
+
+
+def run_shared_root_job(job: str) -> None:
+    """jobs.md's shared-root pattern, as written, for the job ``job`` (in the current folder's shared-root)."""
+    source = pattern_source("Several jobs sharing one checkpoint root")
+    assert source.count('checked_job_name("job-a")') == 1
+    namespace = doc_definitions(JOBS, "build_module", "repair_before_relaunch")
+    named = source.replace('checked_job_name("job-a")', f"checked_job_name({job!r})")
+    exec(compile(named, str(JOBS), "exec"), namespace)  # noqa: S102 - the documented code is the subject
+    namespace["trainer"].close()
+
+
+@pytest.mark.parametrize("order", [["x", "final-x.pt"], ["final-x.pt", "x"]])
+def test_shared_root_jobs_whose_names_look_like_each_others_files_do_not_collide(order, tmp_path, monkeypatch):
+    import torch
+
+    monkeypatch.chdir(tmp_path)
+    for job in order:
+        run_shared_root_job(job)
+    root = tmp_path / "shared-root"
+    assert sorted(path.name for path in root.iterdir()) == sorted(order)  # one folder per job, nothing else
+    for job in order:
+        assert (root / job / "latest-rank0.pt").resolve().name == "ep0-ba6-rank0.pt"
+        final = torch.load(root / job / "final.pt")
+        assert set(final) == {"module.0.weight", "module.0.bias", "module.2.weight", "module.2.bias"}
+
+
 # ---- 18. ComposerClassifier's num_classes, an install without torch, a small first run -----------------------------
 
 def test_a_modules_own_num_classes_wins_over_the_argument_with_a_warning():
@@ -286,6 +467,41 @@ def test_composer_without_torch_fails_at_import_and_env_check_names_the_fix(tmp_
     result = run_command([sys.executable, "-I", "-S", "-c", bootstrap], tmp_path / "run")
     assert result.returncode == 3, result.stderr[-2000:]
     assert result.json["error"] == "missing torch; fix: pip install torch==2.7.0"
+
+
+def env_check_without(tmp_path: Path, packages: tuple[str, ...], keep_metadata: bool = False):
+    """env_check.py --json run with only the installed files, less the import packages ``packages`` and, unless
+    ``keep_metadata``, their distributions' metadata (what pip uninstall removes)."""
+    import importlib.util
+    import sys
+
+    installed = Path(importlib.util.find_spec("composer").origin).parent.parent
+    site = tmp_path / "site-packages"
+    site.mkdir(parents=True)
+    for entry in installed.iterdir():
+        distribution = entry.name.split("-")[0] if entry.name.endswith(".dist-info") else None
+        if entry.name not in packages and not (distribution in packages and not keep_metadata):
+            (site / entry.name).symlink_to(entry)
+    scripts = SKILL / "scripts"
+    bootstrap = (f"import runpy, sys; sys.path[:0] = [{str(scripts)!r}]; sys.path.append({str(site)!r}); "
+                 f"sys.argv = ['env_check.py', '--json', '--device', 'cpu']; "
+                 f"runpy.run_path({str(scripts / 'env_check.py')!r}, run_name='__main__')")
+    return run_command([sys.executable, "-I", "-S", "-c", bootstrap], tmp_path / "run")
+
+
+def test_env_check_names_torchvision_too_and_a_torch_that_is_installed_but_does_not_import(tmp_path):
+    both = env_check_without(tmp_path / "no-deps", ("torch", "torchvision"))
+    assert both.returncode == 3, both.stderr[-2000:]
+    assert both.json["error"] == "missing torch, torchvision; fix: pip install torch==2.7.0 torchvision==0.22.0"
+    blocked = env_check_without(tmp_path / "blocked", ("torch",), keep_metadata=True)
+    assert blocked.returncode == 1, blocked.stderr[-2000:]
+    assert blocked.json["error"] == ("torch does not import (ModuleNotFoundError: No module named 'torch'); fix: "
+                                     "pip install --force-reinstall torch==2.7.0")
+    section = (SKILL / "references" / "troubleshooting.md").read_text(encoding="utf-8").split(
+        "```error composer-without-torch", 1)[1].split("\n```error ", 1)[0]
+    prose = " ".join(section.split())
+    for quoted in (both.json["error"], blocked.json["error"]):
+        assert f"`{quoted}`" in prose, quoted
 
 
 def test_fast_start_keeps_the_first_run_small_before_algorithms_launchers_or_loggers():

@@ -101,10 +101,11 @@ def read_checkpoint(path: Path, named: str, trust: bool = False,
     import torch
     from composer.core import Timestamp
 
-    numpy_core = getattr(numpy, "_core", None) or numpy.core
+    numpy_core = getattr(numpy, "_core", None) or numpy.core  # numpy 2: _core; numpy 1.x: core
+    dtypes = getattr(numpy, "dtypes", None)  # numpy >= 1.25 (mosaicml allows 1.21.5)
+    dtype_classes = [getattr(dtypes, name) for name in dir(dtypes) if name.endswith("DType")] if dtypes else []
     plain_data = [datetime.timedelta, torch.torch_version.TorchVersion, numpy_core.multiarray._reconstruct,
-                  numpy.ndarray, numpy.dtype, *(getattr(numpy.dtypes, name) for name in dir(numpy.dtypes)
-                                                if name.endswith("DType"))]
+                  numpy.ndarray, numpy.dtype, *dtype_classes]
     try:
         if trust:
             saved = torch.load(path, map_location="cpu", weights_only=False)

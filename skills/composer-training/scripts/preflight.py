@@ -17,9 +17,12 @@ link in the save folder points at, is first checked with the standard library (a
 foreign file, or a link to nothing, is exit 2 before torch is imported), then opened with torch.load(weights_only=True)
 and a short allowlist of plain-data types, so no code from the file runs: a file that holds more is exit 2 unless
 --trust-checkpoint (checkpoint_smoke.py reads a --load-path the same way); the file is never modified and no folder
-is created. Torn checkpoints that a job killed while saving left in the save folder are named, with what to do, when
-they would make fit() raise. Some traps Composer accepts are reported as problems too: `iter` durations never end,
-`tok` durations never end unless tokens are counted, and a changed head needs three load options together.
+is created; its run name and timestamp are the `actual` of the load.checkpoint (autoresume.checkpoint) check in
+--json. A full resume (--load-path without --load-weights-only) into a save folder with {run_name} and no run name
+is a problem: Composer restores no run name, so the run would save into a new folder; pass the checkpoint's name
+with --run-name. Torn checkpoints that a job killed while saving left in the save folder are named, with what to
+do, when they would make fit() raise. Some traps Composer accepts are reported as problems too: `iter` durations
+never end, `tok` durations never end unless tokens are counted, and a changed head needs three load options together.
 """
 
 from __future__ import annotations
@@ -144,12 +147,14 @@ class Preflight:
     def decide(self, name: str, detail: str) -> None:
         self.run.check(name, True, detail)
 
-    def problem(self, name: str, detail: str) -> None:
-        self.run.check(name, False, detail)
+    def problem(self, name: str, detail: str, **values) -> None:
+        self.run.check(name, False, detail, **values)
         self.problems.append(f"{name}: {detail}")
 
     def checkpoint(self, path: Path, named: str, label: str):
-        """The checkpoint's timestamp and model tensors; one that cannot be read safely stops the run (exit 2)."""
+        """The checkpoint's timestamp and state; one that cannot be read safely stops the run (exit 2). The check's
+        actual carries the run name and timestamp read, for --json readers; expected holds what any readable
+        checkpoint has (a text name, counts from 0)."""
         try:
             state, stamp = read_checkpoint(path, named, self.args.trust_checkpoint)
         except SmokeError as refusal:
@@ -157,9 +162,14 @@ class Preflight:
             raise
         metadata = state.get("metadata", {})
         versions = (metadata.get("composer_env_info", {}).get("composer_version"), metadata.get("torch_version"))
-        self.decide(label, f"{path}: run {state.get('run_name')!r} at {stamp.batch}, {stamp.sample}, {stamp.epoch}"
-                    f"; saved by composer {versions[0]}, torch {versions[1]}; {len(state['model'])} model tensors")
-        return stamp, state["model"]
+        run_name = state.get("run_name")
+        counts = {unit: int(getattr(stamp, unit)) for unit in ("epoch", "batch", "sample", "token")}
+        self.run.check(label, True, f"{path}: run {run_name!r} at {stamp.batch}, {stamp.sample}, {stamp.epoch}; saved "
+                       f"by composer {versions[0]}, torch {versions[1]}; {len(state['model'])} model tensors",
+                       actual={"run_name": run_name, **counts},
+                       expected={"run_name": {"startswith": ""} if isinstance(run_name, str) else None,
+                                 **{unit: {">=": 0} for unit in counts}})
+        return stamp, state
 
     def device_and_precision(self):
         from composer.core.precision import Precision, _validate_precision
@@ -253,7 +263,8 @@ class Preflight:
 
     def load(self, path: Path):
         args = self.args
-        stamp, model_state = self.checkpoint(path.resolve(), f"--load-path {str(path)!r}", "load.checkpoint")
+        stamp, state = self.checkpoint(path.resolve(), f"--load-path {str(path)!r}", "load.checkpoint")
+        model_state = state["model"]
         if args.load_weights_only:
             self.decide("load", "weights only: model tensors from the checkpoint; timestamp, optimizer, schedulers "
                         "and RNG start fresh (max_duration counts from 0)")
@@ -261,6 +272,7 @@ class Preflight:
             self.start, self.start_reason = stamp, f"a full load of {path.name}"
             self.decide("load", f"full resume: model, optimizer, schedulers, RNG and timestamp ({stamp.batch}) "
                         "restored; max_duration is the total, not the extra")
+            self.continued_run_name(state.get("run_name"))
 
         keys = [f"state/model/{key}" for key in model_state]
         ignored: set[str] = set()
@@ -290,6 +302,23 @@ class Preflight:
             else:
                 self.decide("changed_head", "weights-only, non-strict, head keys ignored: the new head keeps its "
                             "fresh initialization")
+
+    def continued_run_name(self, saved: str | None) -> None:
+        """A full resume into a save_folder with {run_name}: Composer restores no run name, so without one given the
+        run gets a generated name and saves into a new folder instead of the checkpoint's."""
+        folder = self.args.save_folder
+        if not folder or "{run_name}" not in folder or saved is None:
+            return
+        if self.run_name == saved:
+            self.run.check("load.run_name", True, f"{saved!r}, the checkpoint's: saves into its folder",
+                           actual=self.run_name, expected=saved)
+        elif self.run_name is None:
+            self.problem("load.run_name", f"no run_name: Composer generates a new one, so save_folder {folder!r} "
+                         f"saves into a new folder, not the checkpoint's; to continue run {saved!r} pass "
+                         f"--run-name {saved} (run_name={saved!r})", actual=None, expected=saved)
+        else:
+            self.decide("load.run_name", f"{self.run_name!r} saves into its own folder, not that of the checkpoint's "
+                        f"run {saved!r} (pass --run-name {saved} to continue there)")
 
     def durations(self):
         from composer.core import TimeUnit
