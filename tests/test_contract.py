@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from support.checks import RECORD_KEYS, meets, same_value
-from support.harness import DEVICES, REPO, SKILLS_DIR, assert_one_line_error, isolated_env, leg_marks, run_python
+from support.harness import DEVICES, SKILLS_DIR, assert_one_line_error, isolated_env, leg_marks, run_python
 from support.shared_runs import CANONICAL_RUNS, canonical_run
 
-CONTRACT = REPO / "skill_common" / "smoke_contract.py"
+# Each skill's own copy of the contract, the one its scripts import: a bug in either copy fails these tests
+CONTRACTS = [pytest.param(path, id=path.parts[-3]) for path in sorted(SKILLS_DIR.glob("*/scripts/smoke_contract.py"))]
 SCRIPTS = sorted(path for path in SKILLS_DIR.glob("*/scripts/*.py")
                  if path.name != "smoke_contract.py" and not path.name.startswith("_"))
 SCRIPT_PARAMS = [pytest.param(path, id=f"{path.parts[-3]}/{path.name}", marks=leg_marks(path)) for path in SCRIPTS]
@@ -103,12 +104,13 @@ def test_an_abbreviated_flag_is_not_taken_for_the_flag(script, tmp_path, script_
                 f"{script.name} {prefix}: {result.stderr[-1500:]}"
 
 
-def test_contract_module_behaviour(tmp_path):
+@pytest.mark.parametrize("contract", CONTRACTS)
+def test_contract_module_behaviour(tmp_path, contract):
     """The shared contract, exercised directly: checks, JSON shape, temp dir removal, exit codes."""
     script = tmp_path / "demo_smoke.py"
     script.write_text(textwrap.dedent(f"""
         import sys
-        sys.path.insert(0, {str(CONTRACT.parent)!r})
+        sys.path.insert(0, {str(contract.parent)!r})
         from smoke_contract import build_parser, run_main
 
         def body(run):
@@ -136,14 +138,15 @@ def test_contract_module_behaviour(tmp_path):
     assert failed.json["ok"] is False and (kept / "artifact.txt").exists(), "a given output dir is never removed"
 
 
-def test_checks_carry_their_values_as_json(tmp_path):
+@pytest.mark.parametrize("contract", CONTRACTS)
+def test_checks_carry_their_values_as_json(tmp_path, contract):
     """actual and expected hold values, not text: plain JSON (no NaN, a tuple as a list, a numpy scalar as its number,
     a path as its text), null where a check compares none; the detail keeps its words."""
     script = tmp_path / "values_smoke.py"
     script.write_text(textwrap.dedent(f"""
         import pathlib, signal, sys
         import numpy
-        sys.path.insert(0, {str(CONTRACT.parent)!r})
+        sys.path.insert(0, {str(contract.parent)!r})
         from smoke_contract import build_parser, run_main
 
         def body(run):
