@@ -35,7 +35,7 @@ NOTICES = {
     "push-to-hub": (["--push_to_hub", "--hub_model_id", "me/model"],
                     "push_to_hub: Trainer init creates the Hub repo me/model and every save uploads"),
     "resume-field": (["--resume_from_checkpoint", "out/checkpoint-5"],
-                     "Trainer ignores the resume_from_checkpoint field: pass trainer.train(resume_from_checkpoint=...)"),
+                     "Trainer ignores the resume_from_checkpoint field: pass trainer.train(resume_from_checkpoint="),
     "max-steps-over-epochs": (["--max_steps", "10", "--num_train_epochs", "3"],
                               "max_steps > 0 overrides num_train_epochs"),
     "deprecated": (["--gradient_checkpointing"], "deprecated: `gradient_checkpointing` is deprecated"),
