@@ -282,6 +282,13 @@ def test_faked_transformers_4_fails_and_missing_torch_exits_3(in_process):
     assert code == 3 and summary["error"] == "missing torch; fix: pip install torch==2.13.0"
 
 
+@pytest.mark.parametrize("skill", SKILLS)
+def test_a_missing_required_package_exits_3_with_the_pip_line_in_each_skill(in_process, skill):
+    code, summary, _ = in_process(skill, {"torch": None})  # in the latest leg mosaicml is missing too
+    missing, fix = summary["error"].split("; fix: ")
+    assert code == 3 and missing.startswith("missing ") and "torch" in missing and fix.startswith("pip install ")
+
+
 def test_a_torch_that_does_not_import_is_one_line(in_process, monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now raises ImportError
     code, summary, stderr = in_process("transformers-training", {"torch": "2.13.0"})
