@@ -442,3 +442,10 @@ def test_preflight_takes_a_tok_duration_only_where_tokens_are_counted(preflight)
 def test_preflight_names_the_unit_of_each_duration(preflight, duration, meaning):
     code, checks = preflight("--max-duration", duration)
     assert code == 0 and checks["max_duration"]["detail"].startswith(meaning), checks["max_duration"]
+
+
+def test_preflight_refuses_an_iteration_duration(preflight):
+    """Composer takes '2iter' but its Trainer has no public iteration length: the run would never end."""
+    code, checks = preflight("--max-duration", "2iter")
+    assert code == 1 and not checks["max_duration"]["ok"]
+    assert "no public iteration length, so the run never ends" in checks["max_duration"]["detail"]
