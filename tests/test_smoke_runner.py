@@ -14,6 +14,7 @@ import time
 import pytest
 
 from support.harness import REPO, assert_one_line_error, isolated_env, run_python
+from support.manifest import SKILLS
 
 RUNNER = REPO / "scripts" / "smoke_runner.py"
 FAKE_SCRIPT = textwrap.dedent("""
@@ -103,6 +104,17 @@ def test_repeat_fails_a_script_whose_failing_run_is_not_the_last(tmp_path):
     assert result.returncode == 1, result.stderr
     row, = json.loads(result.stdout)["rows"]
     assert not row["ok"] and row["exit_code"] == 1 and "first-run-fails" in row["error"], row
+
+
+def test_the_ratio_is_the_scripts_time_over_its_skills_bare_import(tmp_path):
+    """A skill named in skills.toml gets its baseline import timed: the row's ratio is seconds / baseline_seconds."""
+    make_skill(tmp_path / "skills", "transformers-training", ["good_smoke.py"])
+    result = run_python([str(RUNNER), "--skills-dir", str(tmp_path / "skills"), "--device", "cpu", "--json"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    row, = json.loads(result.stdout)["rows"]
+    assert row["baseline_import"] == SKILLS["transformers-training"].baseline_import, row
+    assert row["baseline_seconds"] > 0, row
+    assert row["ratio"] == pytest.approx(row["seconds"] / row["baseline_seconds"], abs=0.02), row
 
 
 def test_a_run_with_no_smoke_scripts_is_not_a_pass(tmp_path):
