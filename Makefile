@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 PIP_INSTALL = -m pip install --quiet --disable-pip-version-check
 PYTEST_ARGS ?=
 
-.PHONY: smoke test test-latest bench lock sync check-latest package clean
+.PHONY: smoke test test-latest bench mutation-drill lock sync check-latest package clean
 
 .venv/.installed: pyproject.toml constraints/default.txt
 	test -x .venv/bin/python || $(PYTHON) -m venv .venv
@@ -31,6 +31,12 @@ test-latest: .venv-latest/.installed
 ## judged (only a failing script fails it), and no test asserts on a time: timings belong here
 bench: .venv/.installed
 	.venv/bin/python scripts/smoke_runner.py --script train_smoke --device cpu --repeat 3
+
+## mutation-drill: break the bundle on purpose, one realistic bug of tests/mutations.toml at a time in a copy of the
+## tree (every skill's copy of a shared file in turn), run the tests listed for it and report each bug as caught or
+## survived; exit 1 when one survived. Not part of CI: it takes minutes
+mutation-drill: .venv/.installed
+	.venv/bin/python scripts/mutation_drill.py --jobs 2
 
 ## lock: rewrite the constraint files from the venvs (after a deliberate upgrade); local labels such as +cpu
 ## are dropped so a pin matches the build each platform's index serves

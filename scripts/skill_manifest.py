@@ -34,7 +34,7 @@ class Skill:
     watch: list[str] = dataclasses.field(default_factory=list)
 
 
-def _read(path: Path) -> tuple[str, dict[str, Leg], dict[str, Skill]]:
+def read_manifest(path: Path) -> tuple[str, dict[str, Leg], dict[str, Skill]]:
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     legs = {name: Leg(name, path.parent / entry["constraints"], path.parent / entry["venv"])
             for name, entry in data["legs"].items()}
@@ -53,7 +53,7 @@ def _read(path: Path) -> tuple[str, dict[str, Leg], dict[str, Skill]]:
     return data["test-extra"], legs, skills
 
 
-TEST_EXTRA, LEGS, SKILLS = _read(MANIFEST)
+TEST_EXTRA, LEGS, SKILLS = read_manifest(MANIFEST)
 
 
 def skills_in(leg: str) -> list[Skill]:

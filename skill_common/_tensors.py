@@ -10,9 +10,11 @@ from __future__ import annotations
 
 def differing_tensors(reference: dict, other: dict) -> list[str]:
     """The names of ``reference``'s tensors (a state dict: name -> tensor) that ``other`` does not hold bitwise equal
-    (torch.equal: same shape, same values), in ``reference``'s order; a name ``other`` lacks counts as differing.
+    (same dtype, and torch.equal: same shape, same values; torch.equal alone calls float32 1.0 and float64 1.0
+    equal), in ``reference``'s order; a name ``other`` lacks counts as differing.
     ``other`` may hold more names: a checkpoint file leaves out a tied weight (GPT-2's lm_head.weight) that the model
     in memory still lists. [] when every tensor is equal."""
     import torch
 
-    return [name for name, tensor in reference.items() if name not in other or not torch.equal(tensor, other[name])]
+    return [name for name, tensor in reference.items()
+            if name not in other or tensor.dtype != other[name].dtype or not torch.equal(tensor, other[name])]

@@ -424,3 +424,28 @@ def test_preflight_prints_each_decision_and_creates_nothing(device, preflight, c
     assert details["device_train_microbatch_size"].startswith("auto" if device == "gpu" else "None")
     assert details["save"].startswith(f"{tmp_path}/runs/tune/ep{{epoch}}-ba{{batch}}-rank{{rank}}.pt every 2ba")
     assert not (tmp_path / "runs").exists(), "preflight must not create the save folder"
+
+
+def test_preflight_takes_a_tok_duration_only_where_tokens_are_counted(preflight):
+    """A tok max_duration never ends unless the train data reports tokens (test_composer_scripts.py runs both):
+    preflight refuses it without --tokens-counted and takes it with the flag."""
+    code, checks = preflight("--max-duration", "4096tok")
+    assert code == 1 and not checks["max_duration"]["ok"]
+    assert "tokens count 0 unless" in checks["max_duration"]["detail"]
+    code, checks = preflight("--max-duration", "4096tok", "--tokens-counted")
+    assert code == 0 and checks["max_duration"]["ok"], checks["max_duration"]
+    assert checks["max_duration"]["detail"].startswith("4096tok = 4096 tokens in total; a fresh run starts at 0")
+
+
+@pytest.mark.parametrize("duration, meaning", [("3ep", "3ep = 3 epochs"), ("10ba", "10ba = 10 batches (optimizer"),
+                                               ("512sp", "512sp = 512 samples")])
+def test_preflight_names_the_unit_of_each_duration(preflight, duration, meaning):
+    code, checks = preflight("--max-duration", duration)
+    assert code == 0 and checks["max_duration"]["detail"].startswith(meaning), checks["max_duration"]
+
+
+def test_preflight_refuses_an_iteration_duration(preflight):
+    """Composer takes '2iter' but its Trainer has no public iteration length: the run would never end."""
+    code, checks = preflight("--max-duration", "2iter")
+    assert code == 1 and not checks["max_duration"]["ok"]
+    assert "no public iteration length, so the run never ends" in checks["max_duration"]["detail"]

@@ -21,7 +21,9 @@ from support.harness import (DEVICES, REPO, SKILLS_DIR, assert_one_line_error, i
                              run_python, tree_state)
 from support.shared_runs import CANONICAL_RUNS, canonical_run
 
-CONTRACT = REPO / "skill_common" / "smoke_contract.py"
+CONTRACT = REPO / "skill_common" / "smoke_contract.py"  # the holder and loading tests run the one source
+# Each skill's own copy of the contract, the one its scripts import: a bug in either copy fails these tests
+CONTRACTS = [pytest.param(path, id=path.parts[-3]) for path in sorted(SKILLS_DIR.glob("*/scripts/smoke_contract.py"))]
 SCRIPTS = sorted(path for path in SKILLS_DIR.glob("*/scripts/*.py")
                  if path.name != "smoke_contract.py" and not path.name.startswith("_"))
 SCRIPT_PARAMS = [pytest.param(path, id=f"{path.parts[-3]}/{path.name}", marks=leg_marks(path)) for path in SCRIPTS]
@@ -108,12 +110,13 @@ def test_an_abbreviated_flag_is_not_taken_for_the_flag(script, tmp_path, script_
                 f"{script.name} {prefix}: {result.stderr[-1500:]}"
 
 
-def test_contract_module_behaviour(tmp_path):
+@pytest.mark.parametrize("contract", CONTRACTS)
+def test_contract_module_behaviour(tmp_path, contract):
     """The shared contract, exercised directly: checks, JSON shape, temp dir removal, exit codes."""
     script = tmp_path / "demo_smoke.py"
     script.write_text(textwrap.dedent(f"""
         import sys
-        sys.path.insert(0, {str(CONTRACT.parent)!r})
+        sys.path.insert(0, {str(contract.parent)!r})
         from smoke_contract import build_parser, run_main
 
         def body(run):
@@ -141,14 +144,56 @@ def test_contract_module_behaviour(tmp_path):
     assert failed.json["ok"] is False and (kept / "artifact.txt").exists(), "a given output dir is never removed"
 
 
-def test_checks_carry_their_values_as_json(tmp_path):
+ENVIRONMENT_SMOKE = """
+import json, os, sys, tempfile
+sys.path.insert(0, sys.argv.pop(1))
+from smoke_contract import build_parser, run_main
+
+def body(run):
+    seen = {name: os.environ.get(name) for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE",
+                                                    "HF_HOME", "TMPDIR", "TORCHINDUCTOR_CACHE_DIR", "RANK")}
+    seen["tempfile"] = tempfile.gettempdir()
+    (run.output_dir / "seen.json").write_text(json.dumps(seen))
+    if "--no-check" not in sys.argv:
+        run.check("ran", True)
+
+parser = build_parser("env_smoke.py", "demo", "python scripts/env_smoke.py")
+parser.add_argument("--no-check", action="store_true")
+sys.exit(run_main("env_smoke.py", parser, body, []))
+"""
+
+
+@pytest.mark.parametrize("contract", CONTRACTS)
+def test_the_body_runs_offline_with_caches_and_temp_files_in_its_output_dir(tmp_path, contract):
+    """What the contract promises every script, held by each copy: the Hub and datasets offline, every cache and
+    the temporary folder inside the output directory, an inherited RANK cleared; a used output directory refused,
+    its file untouched; a body that checks nothing is a failure, not a pass."""
+    script = tmp_path / "env_smoke.py"
+    script.write_text(ENVIRONMENT_SMOKE)
+    out = tmp_path / "out"
+    result = run_python([str(script), str(contract.parent), "--output-dir", str(out)], tmp_path, env={"RANK": "3"})
+    assert result.returncode == 0, result.stderr
+    seen = json.loads((out / "seen.json").read_text())
+    assert seen["HF_HUB_OFFLINE"] == seen["HF_DATASETS_OFFLINE"] == seen["TRANSFORMERS_OFFLINE"] == "1", seen
+    for name in ("HF_HOME", "TMPDIR", "TORCHINDUCTOR_CACHE_DIR", "tempfile"):
+        assert Path(seen[name]).is_relative_to(out.resolve()), (name, seen[name])
+    assert seen["RANK"] is None
+    used = run_python([str(script), str(contract.parent), "--output-dir", str(out)], tmp_path)
+    assert_one_line_error(used, 2, "is not empty")
+    assert json.loads((out / "seen.json").read_text()) == seen
+    nothing = run_python([str(script), str(contract.parent), "--no-check"], tmp_path)
+    assert_one_line_error(nothing, 1, "no check ran")
+
+
+@pytest.mark.parametrize("contract", CONTRACTS)
+def test_checks_carry_their_values_as_json(tmp_path, contract):
     """actual and expected hold values, not text: plain JSON (no NaN, a tuple as a list, a numpy scalar as its number,
     a path as its text), null where a check compares none; the detail keeps its words."""
     script = tmp_path / "values_smoke.py"
     script.write_text(textwrap.dedent(f"""
         import pathlib, signal, sys
         import numpy
-        sys.path.insert(0, {str(CONTRACT.parent)!r})
+        sys.path.insert(0, {str(contract.parent)!r})
         from smoke_contract import build_parser, run_main
 
         def body(run):

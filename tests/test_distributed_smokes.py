@@ -105,9 +105,10 @@ def test_a_failed_launch_names_what_the_rank_printed(how, named, tmp_path):
     launched = run_python(["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "fails.py", how],
                           tmp_path, timeout=120)
     assert launched.returncode != 0 and launched.network_attempts == []
-    line = import_script(SKILLS_DIR / "transformers-training" / "scripts" / "_distributed_launch.py").first_error(
-        launched.stderr)
-    assert all(words in line for words in named), f"{line}\n--- torchrun's stderr:\n{launched.stderr[-3000:]}"
+    for skill in LAUNCHERS:  # each skill's own copy of the launch code
+        line = import_script(SKILLS_DIR / skill / "scripts" / "_distributed_launch.py").first_error(launched.stderr)
+        assert all(words in line for words in named), \
+            f"{skill}: {line}\n--- torchrun's stderr:\n{launched.stderr[-3000:]}"
 
 
 # ---------------------------------------------------------------- stopping a launch, the internal --worker flag

@@ -27,8 +27,8 @@ HAS_MOSAICML = importlib.util.find_spec("composer") is not None
 
 ENV_CHECKS = {skill: import_script(SKILLS_DIR / skill / "scripts" / "env_check.py") for skill in SKILLS}
 DOCTORS = {skill: script.DOCTOR for skill, script in ENV_CHECKS.items()}  # each skill's table with the shared checks
-# The shared doctor's version helpers (every skill carries the same copy: tests/test_shared_source.py)
-ENV_DOCTOR = import_script(SKILLS_DIR / "transformers-training" / "scripts" / "_env_doctor.py")
+# Each skill's own copy of the shared doctor (the one its env_check.py imports): a bug in either copy fails a test
+ENV_DOCTORS = {skill: import_script(SKILLS_DIR / skill / "scripts" / "_env_doctor.py") for skill in SKILLS}
 
 
 def clauses(specifier: str) -> set[str]:
@@ -48,7 +48,7 @@ def declared(distribution: str, requirement: str, extra: str | None = None) -> s
 
 def real_versions(doctor) -> dict[str, str | None]:
     names = [*doctor.required, "torch", "torchvision", *doctor.optional, *(name for name, _, _ in doctor.advisories)]
-    return {name: ENV_DOCTOR.installed_version(name) for name in names}
+    return {name: installed(name) for name in names}
 
 
 def pinned_for(skill: str) -> dict[str, list[str]]:
@@ -76,12 +76,13 @@ def test_reads_the_tested_versions_that_skills_ref_and_the_constraint_files_hold
     metadata = skills_ref.read_properties(SKILLS_DIR / skill).metadata or {}
     from_spec_parser = {key.removeprefix("tested-"): [v.strip() for v in value.split(",")]
                         for key, value in metadata.items() if key.startswith("tested-")}
-    found = ENV_DOCTOR.tested_versions(doctor.skill_md)
+    found = ENV_DOCTORS[skill].tested_versions(doctor.skill_md)
     assert found == from_spec_parser
     assert {package: sorted(versions) for package, versions in found.items()} == pinned_for(skill)
 
 
-def test_the_metadata_reader_agrees_with_the_spec_parser_on_odd_layouts(tmp_path):
+@pytest.mark.parametrize("skill", SKILLS)
+def test_the_metadata_reader_agrees_with_the_spec_parser_on_odd_layouts(tmp_path, skill):
     variants = [
         'metadata:\n  disco-role: operating\n  tested-torch: "2.7.0, 2.13.0"\n  tested-mosaicml: 0.32.1\n',
         "metadata:\n  tested-torch: '2.7.0,2.13.0'\nlicense: MIT\n",
@@ -89,13 +90,13 @@ def test_the_metadata_reader_agrees_with_the_spec_parser_on_odd_layouts(tmp_path
         "compatibility: tested-torch 1.0 is not metadata\nmetadata:\n  disco-role: operating\n",
     ]
     for number, variant in enumerate(variants):
-        skill = tmp_path / f"s{number}"
-        skill.mkdir()
-        (skill / "SKILL.md").write_text(f"---\nname: s{number}\ndescription: d\n{variant}---\nbody\n")
-        metadata = skills_ref.read_properties(skill).metadata or {}
+        folder = tmp_path / f"s{number}"
+        folder.mkdir()
+        (folder / "SKILL.md").write_text(f"---\nname: s{number}\ndescription: d\n{variant}---\nbody\n")
+        metadata = skills_ref.read_properties(folder).metadata or {}
         expected = {key.removeprefix("tested-"): [v.strip() for v in value.split(",")]
                     for key, value in metadata.items() if key.startswith("tested-")}
-        assert ENV_DOCTOR.tested_versions(skill / "SKILL.md") == expected, variant
+        assert ENV_DOCTORS[skill].tested_versions(folder / "SKILL.md") == expected, variant
 
 
 @pytest.mark.parametrize("skill", SKILLS)
@@ -129,16 +130,18 @@ def test_transformers_table_is_what_transformers_declares():
     assert doctor.optional["tensorboard"][1] == "" and declared("transformers", "tensorboard", "testing") == set()
 
 
-def test_version_comparison_agrees_with_pep_440():
+@pytest.mark.parametrize("skill", SKILLS)
+def test_version_comparison_agrees_with_pep_440(skill):
+    env_doctor = ENV_DOCTORS[skill]
     versions = ["2.6.0", "2.7.0", "2.7.0+cpu", "2.7.0+cu126", "2.7.1", "2.7.1rc1", "2.7.1.dev0", "2.13.0",
                 "0.32.1", "0.33.0", "4.57.1", "5.0.0rc1", "5.23", "5.24.0", "5.30.0.post1", "6.0.0", "1.9.9"]
     specifiers = [spec for doctor in DOCTORS.values() for spec, _ in doctor.required.values()] + [">=4.54", "!=2.7.0"]
     for version in versions:
         for specifier in specifiers:
             expected = SpecifierSet(specifier).contains(Version(version), prereleases=True)
-            assert ENV_DOCTOR.satisfies(version, specifier) == expected, (version, specifier)
-    assert ENV_DOCTOR.same_version("2.13.0+cpu", "2.13.0") and ENV_DOCTOR.same_version("5.23", "5.23.0")
-    assert not ENV_DOCTOR.same_version("2.7.1rc1", "2.7.1")
+            assert env_doctor.satisfies(version, specifier) == expected, (version, specifier)
+    assert env_doctor.same_version("2.13.0+cpu", "2.13.0") and env_doctor.same_version("5.23", "5.23.0")
+    assert not env_doctor.same_version("2.7.1rc1", "2.7.1")
 
 
 # ---- the real venv of this leg, the skill folder copied alone ----
@@ -277,6 +280,13 @@ def test_faked_transformers_4_fails_and_missing_torch_exits_3(in_process):
     assert code == 1 and summary["error"].endswith("fix: pip install transformers==5.24.0")
     code, summary, _ = in_process("transformers-training", {"torch": None})
     assert code == 3 and summary["error"] == "missing torch; fix: pip install torch==2.13.0"
+
+
+@pytest.mark.parametrize("skill", SKILLS)
+def test_a_missing_required_package_exits_3_with_the_pip_line_in_each_skill(in_process, skill):
+    code, summary, _ = in_process(skill, {"torch": None})  # in the latest leg mosaicml is missing too
+    missing, fix = summary["error"].split("; fix: ")
+    assert code == 3 and missing.startswith("missing ") and "torch" in missing and fix.startswith("pip install ")
 
 
 def test_a_torch_that_does_not_import_is_one_line(in_process, monkeypatch):

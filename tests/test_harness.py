@@ -2,6 +2,7 @@
 asserts on wall-clock time."""
 
 import ast
+import shutil
 import socket
 import sys
 import textwrap
@@ -9,7 +10,7 @@ import threading
 
 import pytest
 
-from support.harness import CUDA, DEVICES, REPO, run_python
+from support.harness import CUDA, DEVICES, REPO, import_script, run_python
 
 PROBE = textwrap.dedent("""
     import socket, sys
@@ -133,3 +134,30 @@ def test_no_test_asserts_on_wall_clock_time():
     found = [f"{path.relative_to(REPO)}:{line}" for path in sorted((REPO / "tests").rglob("*.py"))
              for line in wall_clock_asserts(path.read_text(encoding="utf-8"))]
     assert found == [], found
+
+
+@pytest.mark.parametrize("first", ["planted", "clean"])
+def test_each_skill_script_imports_its_own_skills_copy_of_a_shared_module(tmp_path, first):
+    """Both skills carry _env_doctor.py, smoke_contract.py, _tensors.py... under one name, and their scripts import
+    them by that bare name: with one copy serving both skills in a pytest process, a bug in the other copy was caught
+    or not depending on import order (issue #24). A bug planted in one copy only (an excluded upper bound admitted,
+    2.7.1 passing <2.7.1) shows in that skill's env_check.py and not in the other's, whichever is imported first."""
+    skills = {}
+    for role in ("planted", "clean"):
+        skills[role] = tmp_path / f"{tmp_path.name}-{role}" / "scripts"  # module names unique to this test
+        shutil.copytree(REPO / "skills" / "transformers-training" / "scripts", skills[role])
+    doctor = skills["planted"] / "_env_doctor.py"
+    source = doctor.read_text()
+    bound = '"<": lambda key, bound: key < (bound[0], 0, "")'
+    assert bound in source
+    doctor.write_text(source.replace(bound, '"<": lambda key, bound: key <= bound'))
+    order = [first, *(role for role in skills if role != first)]
+    env_checks = {role: import_script(skills[role] / "env_check.py") for role in order}
+
+    def admits_the_bound(role: str) -> bool:  # through the name env_check.py itself calls
+        satisfies = env_checks[role].EnvironmentDoctor.diagnose.__globals__["satisfies"]
+        return satisfies("2.7.1", "<2.7.1")
+
+    assert admits_the_bound("planted") and not admits_the_bound("clean")
+    assert import_script(skills["planted"] / "_env_doctor.py").satisfies("2.7.1", "<2.7.1")
+    assert not any(name in sys.modules for name in ("_env_doctor", "smoke_contract")), "no bare name is left behind"

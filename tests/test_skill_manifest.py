@@ -9,7 +9,9 @@ import pytest
 import tomllib
 
 from support.harness import REPO, run_python, skill_dirs
-from support.manifest import LEGS, SKILLS, TEST_EXTRA, deselected, install_extras
+from support.manifest import LEGS, SKILLS, TEST_EXTRA, deselected, install_extras, pins
+
+import skill_manifest  # scripts/ is on sys.path: support.manifest puts it there
 
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 NEW_SKILL_ENTRY = """
@@ -88,3 +90,22 @@ def test_a_sync_that_lacks_a_fact_names_it_in_one_line_and_changes_nothing(tmp_p
     assert ("has no [skills.peft-training] entry" if entry == "" else "peft (skills/peft-training) not pinned") \
         in result.stderr
     assert {path: path.read_bytes() for path in (bundle / "skills").rglob("*.py")} == before
+
+
+def test_a_skill_outside_a_leg_needs_a_marker(tmp_path):
+    """Without one, the leg whose venv lacks the skill's stack would collect its tests and fail them."""
+    manifest_file = tmp_path / "skills.toml"
+    manifest_file.write_text((REPO / "skills.toml").read_text()
+                             + NEW_SKILL_ENTRY.replace('legs = ["default", "latest"]', 'legs = ["default"]'))
+    with pytest.raises(ValueError, match=r"\[skills.peft-training\]: not tested in every leg, so it needs a marker"):
+        skill_manifest.read_manifest(manifest_file)
+    manifest_file.write_text((REPO / "skills.toml").read_text() + NEW_SKILL_ENTRY)
+    assert "peft-training" in skill_manifest.read_manifest(manifest_file)[2]
+
+
+@pytest.mark.parametrize("leg", sorted(LEGS))
+def test_pins_read_names_as_pip_does(leg):
+    """pip freeze writes Jinja2 and typing_extensions; the tools look packages up as jinja2 and typing-extensions."""
+    lines = [line for line in LEGS[leg].constraints.read_text().splitlines() if "==" in line]
+    found = pins(leg)
+    assert len(found) == len(lines) and all(name == name.lower() and "_" not in name for name in found), found

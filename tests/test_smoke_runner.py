@@ -14,6 +14,7 @@ import time
 import pytest
 
 from support.harness import REPO, assert_one_line_error, isolated_env, run_python
+from support.manifest import SKILLS
 
 RUNNER = REPO / "scripts" / "smoke_runner.py"
 FAKE_SCRIPT = textwrap.dedent("""
@@ -24,6 +25,22 @@ FAKE_SCRIPT = textwrap.dedent("""
         run.check("fails-on-request", "FAIL" not in __file__, __file__)
 
     parser = build_parser("x_smoke.py", "fake", "python scripts/x_smoke.py")
+    sys.exit(run_main(__file__, parser, body, []))
+""")
+# Fails its first run only (each run adds a line to $RUNS_FILE): a --repeat row must show that failure.
+FIRST_RUN_FAILS_SCRIPT = textwrap.dedent("""
+    import os
+    import sys
+    from smoke_contract import build_parser, run_main
+
+    def body(run):
+        with open(os.environ["RUNS_FILE"], "a+") as runs:
+            runs.seek(0)
+            earlier = len(runs.readlines())
+            runs.write("run\\n")
+        run.check("first-run-fails", earlier > 0, f"run {earlier + 1}")
+
+    parser = build_parser("f_smoke.py", "fails once", "python scripts/f_smoke.py")
     sys.exit(run_main(__file__, parser, body, []))
 """)
 # Finishes only once the test creates the file named by $RELEASE_FILE (or after a minute, failing).
@@ -103,6 +120,31 @@ def test_runner_table_names_skill_script_device_result_seconds_and_ratio(tmp_pat
     header, rule, row = result.stdout.splitlines()[:3]
     assert header.split() == ["skill", "script", "device", "result", "seconds", "x", "import"]
     assert row.split()[:4] == ["demo-skill", "good_smoke.py", "cpu", "pass"]
+
+
+def test_repeat_fails_a_script_whose_failing_run_is_not_the_last(tmp_path):
+    """--repeat 3 runs each script three times for the median time: one failed run fails the row and the exit
+    status, though the last run passed."""
+    make_skill(tmp_path / "skills", "demo-skill", [])
+    (tmp_path / "skills" / "demo-skill" / "scripts" / "f_smoke.py").write_text(FIRST_RUN_FAILS_SCRIPT)
+    runs = tmp_path / "runs.txt"
+    result = run_python([str(RUNNER), "--skills-dir", str(tmp_path / "skills"), "--device", "cpu", "--repeat", "3",
+                         "--json"], tmp_path, env={"RUNS_FILE": str(runs)})
+    assert runs.read_text().count("run") == 3, "three runs"
+    assert result.returncode == 1, result.stderr
+    row, = json.loads(result.stdout)["rows"]
+    assert not row["ok"] and row["exit_code"] == 1 and "first-run-fails" in row["error"], row
+
+
+def test_the_ratio_is_the_scripts_time_over_its_skills_bare_import(tmp_path):
+    """A skill named in skills.toml gets its baseline import timed: the row's ratio is seconds / baseline_seconds."""
+    make_skill(tmp_path / "skills", "transformers-training", ["good_smoke.py"])
+    result = run_python([str(RUNNER), "--skills-dir", str(tmp_path / "skills"), "--device", "cpu", "--json"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    row, = json.loads(result.stdout)["rows"]
+    assert row["baseline_import"] == SKILLS["transformers-training"].baseline_import, row
+    assert row["baseline_seconds"] > 0, row
+    assert row["ratio"] == pytest.approx(row["seconds"] / row["baseline_seconds"], abs=0.02), row
 
 
 def test_a_run_with_no_smoke_scripts_is_not_a_pass(tmp_path):

@@ -140,18 +140,27 @@ def output_dir_of(command: list[str], stdout: str, cwd: Path) -> Path | None:
 
 
 def import_script(path: Path):
-    """A skill script as a module (its top level imports only the standard library and smoke_contract), named after
-    its skill too: both skills have a checkpoint_smoke.py, and one pytest process may import both."""
-    name = f"{path.parent.parent.name.replace('-', '_')}_{path.stem}"
+    """A skill script as a module, named after its skill too (both skills have a checkpoint_smoke.py, and one pytest
+    process imports both), and so are the sibling modules it imports by bare name (``from _env_doctor import ...``):
+    each skill's scripts get that skill's own copy of smoke_contract, _tensors, _env_doctor..., whichever skill's
+    tests ran first (tests/test_harness.py plants a bug in one copy to prove it)."""
+    prefix = path.parent.parent.name.replace("-", "_") + "_"
+    name = prefix + path.stem
     if name not in sys.modules:
+        siblings = {sibling.stem for sibling in path.parent.glob("*.py")}
+        others = {stem: sys.modules.pop(stem) for stem in siblings if stem in sys.modules}
+        sys.modules.update({stem: sys.modules[prefix + stem] for stem in siblings if prefix + stem in sys.modules})
         sys.path.insert(0, str(path.parent))
         try:
             spec = importlib.util.spec_from_file_location(name, path)
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
+            sys.modules[name] = module
         finally:
             sys.path.remove(str(path.parent))
-        sys.modules[name] = module
+            for stem in siblings & set(sys.modules):  # this skill's copies keep their skill's name only
+                sys.modules[prefix + stem] = sys.modules.pop(stem)
+            sys.modules.update(others)
     return sys.modules[name]
 
 
