@@ -1209,7 +1209,7 @@ def test_r5_m5_imported_project_modules_are_checked_for_their_own_traps(tmp_path
 def test_r5_m6_slurm_job_scripts_are_shell_and_a_makefile_is_named(tmp_path):
     (tmp_path / "job.sbatch").write_text("#SBATCH --gres=gpu:4\nsrun composer train.py\n")
     (tmp_path / "job.slurm").write_text("#SBATCH --gres=gpu:2\ncomposer -n 2 train.py\n")
-    result = run_python([str(CHECKERS[CP]), str(tmp_path), "--json"], tmp_path)
+    result = run_python([str(CHECKERS[CP]), str(tmp_path), "--json", "--strict"], tmp_path)  # a warning
     assert_one_line_error(result, 1, "launch-default-processes@")
     assert {check["name"] for check in result.json["checks"]} == {
         f"launch-default-processes@{tmp_path / 'job.sbatch'}:2", f"clean@{tmp_path / 'job.slurm'}"}

@@ -57,156 +57,13 @@ from pathlib import Path  # noqa: E402
 sys.dont_write_bytecode = True  # importing the contract must not write __pycache__ into the skill folder
 import smoke_contract  # noqa: E402
 from smoke_contract import EXIT_USAGE, SmokeError, build_parser, run_main  # noqa: E402
+import _trap_report as report  # noqa: E402
+from _trap_rules import CP, REMOVED_ARGUMENTS, RULES, TF  # noqa: E402
 
 SCRIPT = "trap_check.py"
 HERE = Path(__file__).resolve().parent
 MAX_BYTES = 5_000_000  # a training script is far smaller; a bigger file is a data file given by mistake
 PYTHON_VERSION = f"{sys.version_info[0]}.{sys.version_info[1]}"  # the grammar ast.parse knows
-
-
-@dataclass(frozen=True)
-class Rule:
-    id: str
-    skill: str
-    what: str  # what goes wrong, one sentence
-    fix: str
-    see: str  # relative to the skill folder, with the section's #anchor
-
-
-TF, CP = "transformers-training", "composer-training"
-TABLE = "SKILL.md#what-5x-changed-and-traps-the-library-does-not-warn-about"
-PREFLIGHT = "SKILL.md#preflight-checks"
-# (argument, what happens, the 5.x replacement)
-REMOVED_ARGUMENTS = [
-    ("evaluation_strategy", "removed in 5.x: TrainingArguments raises TypeError", 'eval_strategy="steps"'),
-    ("no_cuda", "removed in 5.x: TrainingArguments raises TypeError", "use_cpu=True"),
-    ("overwrite_output_dir", "removed in 5.x with no replacement: TrainingArguments raises TypeError",
-     "drop it: choose a new output_dir, or resume from the old one"),
-    ("logging_dir", "removed in 5.x: TrainingArguments raises TypeError",
-     "drop it: TensorBoard writes to $TENSORBOARD_LOGGING_DIR, else <output_dir>/runs/"),
-    ("warmup_ratio", "removed in 5.x: TrainingArguments raises TypeError",
-     "warmup_steps=<the ratio> (a float below 1 is a ratio)"),
-    ("group_by_length", "removed in 5.x: TrainingArguments raises TypeError",
-     'train_sampling_strategy="group_by_length"'),
-    ("include_inputs_for_metrics", "removed in 5.x: TrainingArguments raises TypeError",
-     'include_for_metrics=["inputs"]'),
-    ("save_safetensors", "removed in 5.x (checkpoints are always safetensors): TrainingArguments raises TypeError",
-     "drop it"),
-    ("use_mps_device", "removed in 5.x with no replacement: TrainingArguments raises TypeError", "drop it"),
-    ("push_to_hub_token", "removed in 5.x: TrainingArguments raises TypeError", "hub_token="),
-]
-RULES = [
-    *(Rule(f"removed-{name}", TF, f"{name}= was {what}.", fix, TABLE) for name, what, fix in REMOVED_ARGUMENTS),
-    Rule("trainer-tokenizer", TF, "Trainer(tokenizer=...) was removed in 5.x: Trainer raises TypeError.",
-         "Trainer(processing_class=tokenizer)", TABLE),
-    Rule("optim-adamw-hf", TF, 'optim="adamw_hf" is no longer a valid optimizer name: TrainingArguments raises.',
-         'drop optim (the default is adamw_torch, or adamw_torch_fused on torch >= 2.8)', TABLE),
-    Rule("seqcls-loss-scaling", TF, "A *ForSequenceClassification model with gradient accumulation or more than one "
-         "process logs a loss (and gets gradients and grad_norm) N times too large (huggingface/transformers#47688).",
-         "model.accepts_loss_kwargs = False before building the Trainer",
-         "references/distributed-training.md#the-loss-trap-sequence-classification-under-ddp-and-gradient-accumulation"),
-    Rule("pad-token-eos", TF, "pad_token = eos_token for a causal LM: DataCollatorForLanguageModeling (or labels masked "
-         "where they equal the pad id) sets every real EOS label to -100, so the model never learns to stop.",
-         'tokenizer.add_special_tokens({"pad_token": "[PAD]"}) and model.resize_token_embeddings(len(tokenizer))',
-         TABLE),
-    Rule("evaluate-hub-load", TF, "evaluate.load(<Hub name>) fetches the metric module from the Hub: offline it fails, "
-         "online it is a network call per run.",
-         'compute the metric with numpy in compute_metrics, or evaluate.load("<path>/metric.py") of a local module '
-         "(assets/accuracy_metric.py), which needs no network",
-         "references/api-reference.md#metrics-offline-with-the-evaluate-api"),
-    Rule("best-strategy-mismatch", TF, "load_best_model_at_end needs the same eval and save strategy: TrainingArguments "
-         "raises.", 'set save_strategy equal to eval_strategy (or save_strategy="best")', PREFLIGHT),
-    Rule("best-save-not-multiple", TF, "load_best_model_at_end with save_steps not a round multiple of eval_steps: "
-         "TrainingArguments raises.", "save_steps = eval_steps", PREFLIGHT),
-    Rule("best-unsaved-eval", TF, "save_steps is a multiple of eval_steps but not equal: a best evaluation on a step "
-         "that is not saved is never loaded, with no warning.", 'save_steps = eval_steps, or save_strategy="best"',
-         "references/troubleshooting.md#the-best-evaluation-falls-on-a-step-that-is-not-saved"),
-    Rule("best-default-metric", TF, "load_best_model_at_end without metric_for_best_model quietly picks the lowest "
-         "eval_loss, whatever compute_metrics returns.",
-         'metric_for_best_model="<a key compute_metrics returns>" (and greater_is_better), or "eval_loss" said '
-         "out loud", PREFLIGHT),
-    Rule("best-save-no-metric", TF, 'save_strategy="best" without metric_for_best_model: TrainingArguments accepts '
-         "it, Trainer(...) raises.", 'metric_for_best_model="<a key compute_metrics returns>"', PREFLIGHT),
-    Rule("best-save-total-limit-1", TF, "save_total_limit=1 with load_best_model_at_end: only the best checkpoint "
-         "survives the run; the last one, to resume from, is deleted.", "save_total_limit=2 or more", TABLE),
-    Rule("token-collator-label", TF, 'DataCollatorForTokenClassification keeps a "label" column as it is: the model '
-         'gets no labels and Trainer raises "The model did not return a loss".',
-         'name the token labels column "labels" (rename_column("label", "labels"))', PREFLIGHT),
-    Rule("accelerate-cpu-processes", TF, "accelerate launch --cpu with --num_processes above 1 silently runs one "
-         "process.", "torchrun --nproc_per_node N (gloo on CPU), or drop --cpu on GPUs",
-         "references/distributed-training.md#the---cpu-trap"),
-    Rule("resume-changed-max-steps", TF, "resuming with another max_steps: the first resumed step runs at the old "
-         "schedule's rate, then jumps onto a new curve.",
-         "keep max_steps when resuming; to train longer, start a new run from the saved weights", TABLE),
-    Rule("perplexity-exp-eval-loss", TF, "math.exp(eval_loss) as causal-LM perplexity is too low: the token count "
-         "includes each row's first token, which is never predicted.",
-         "sum the loss over predicted tokens and divide by their count, as the causal LM recipe does",
-         "references/task-recipes.md#causal-language-modeling"),
-    Rule("load-dataset-online", TF, "load_dataset on local files looks up s3.amazonaws.com unless HF_HUB_OFFLINE or "
-         "HF_DATASETS_OFFLINE is 1 before datasets is imported.",
-         'os.environ["HF_HUB_OFFLINE"] = "1" above the first datasets import (or set it in the launching shell)',
-         "references/task-recipes.md#your-own-data-files"),
-    Rule("resume-true-unconditional", TF, "train(resume_from_checkpoint=True) raises on a first launch (no checkpoint "
-         "yet) and after a kill during a save (the newest checkpoint has no trainer_state.json).",
-         "pass the newest complete checkpoint or None (last_complete_checkpoint(output_dir) in the reference)",
-         "references/troubleshooting.md#after-a-kill-or-preemption"),
-    Rule("resume-unchecked-checkpoint", TF, "get_last_checkpoint() returns a checkpoint a kill cut short (no "
-         "trainer_state.json): resuming from it raises.",
-         "skip checkpoints without trainer_state.json (last_complete_checkpoint in the reference)",
-         "references/troubleshooting.md#after-a-kill-or-preemption"),
-    Rule("generate-max-length", TF, "predict_with_generate without generation_max_length generates up to the model's "
-         "max_length (20 by default) and the first evaluation writes it into model.generation_config for good.",
-         "generation_max_length=<your target length> (and model.generation_config.max_length to set both)",
-         "references/task-recipes.md#summarization"),
-    Rule("seq2seq-plain-trainer", TF, "a seq2seq model under the plain Trainer: predict() returns teacher-forced logits, "
-         "not generated text.", "Seq2SeqTrainer with Seq2SeqTrainingArguments(predict_with_generate=True, "
-         "generation_max_length=...)", "references/task-recipes.md#summarization"),
-    Rule("positional-trainer", CP, "Composer's Trainer takes keyword arguments only: Trainer(model, ...) raises "
-         "TypeError.", "Trainer(model=model, train_dataloader=..., ...)", "SKILL.md#minimal-trainer"),
-    Rule("duration-unit", CP, "this max_duration unit never ends (iter) or is rejected (dur, wall clock).",
-         'a total in ep, ba, sp or tok ("2ep", "100ba")', "references/checkpointing-and-time.md#time-strings"),
-    Rule("tok-uncounted", CP, "a tok max_duration without get_num_tokens_in_batch: tokens are counted only for dict "
-         "batches with input_ids (padding included) or datasets with max_seq_len, otherwise never, so the run stops "
-         "early or never.", "DataSpec(loader, get_num_tokens_in_batch=lambda batch: int(batch[\"attention_mask\"]"
-         ".sum()))", "references/model-and-data-contracts.md#batch-schemas-and-what-the-timestamp-counts"),
-    Rule("changed-head-load", CP, "a changed head loads only with load_weights_only=True, "
-         "load_strict_model_weights=False and load_ignore_keys together; other combinations fail or restore the old "
-         "optimizer state and timestamp.", "give all three load_* options",
-         "references/checkpointing-and-time.md#fine-tune-into-a-changed-head"),
-    Rule("autoresume-no-run-name", CP, "autoresume=True without run_name: Composer raises (a random name could not be "
-         "found again on relaunch).", 'run_name="<stable name>" and save_folder="checkpoints/{run_name}"',
-         "references/checkpointing-and-time.md#autoresume"),
-    Rule("autoresume-shared-folder", CP, "autoresume reads <save_folder>/latest-rank0.pt whatever the run name: runs "
-         "that share this save_folder resume each other's checkpoints.",
-         'save_folder="<root>/{run_name}", with a run_name that differs between jobs (run_name=args.job)',
-         "references/checkpointing-and-time.md#autoresume"),
-    Rule("save-overwrite", CP, "save_overwrite=True to get past FileExistsError keeps the old run's files and, when "
-         "latest-rank0.pt is missing or dangling, restarts from batch 0.",
-         "resume (autoresume or load_path=<folder>/latest-rank0.pt), set torn checkpoints aside, or use a new folder",
-         "references/checkpointing-and-time.md#running-again-into-a-used-folder"),
-    Rule("gpu-only-setting-on-cpu", CP, "AMP precision and device_train_microbatch_size=\"auto\" are GPU-only: on CPU "
-         "Composer raises.", 'precision="fp32" and an integer microbatch size on CPU',
-         "references/troubleshooting.md#precision-devices-microbatching"),
-    Rule("no-optimizer", CP, "no optimizers=: Composer warns and trains with DecoupledSGDW(lr=0.1).",
-         "optimizers=torch.optim.AdamW(model.parameters(), lr=...)", "SKILL.md#fast-start"),
-    Rule("shuffle-resume", CP, "a train DataLoader(shuffle=True) with autoresume or load_path: a resume inside an epoch "
-         "reorders the rest of it when training draws from torch's CPU RNG, so the resume is not bit-exact.",
-         "sampler=dist.get_sampler(dataset, shuffle=True) (composer.utils.dist)",
-         "references/checkpointing-and-time.md#after-a-kill-or-preemption"),
-    Rule("launch-default-processes", CP, "composer without -n starts one process per GPU: one on a machine without "
-         "GPUs.", "composer -n <processes> train.py", "references/distributed.md#run-it-with-2-ranks-on-cpu"),
-    Rule("loader-without-sampler", CP, "a train DataLoader without a distributed sampler under a multi-process launch: "
-         "every rank reads every sample (Composer refuses it).",
-         "sampler=dist.get_sampler(dataset, shuffle=...) (composer.utils.dist)",
-         "references/distributed.md#what-the-training-script-needs"),
-    Rule("eval-without-metrics", CP, "evaluation with a model that reports no metrics (it defines no get_metrics, or "
-         "it is a HuggingFaceModel given neither metrics= nor eval_metrics=): get_metrics returns {}, so evaluation "
-         "runs and reports nothing.",
-         "define get_metrics(is_train) and update_metric in the model (ComposerClassifier has them), or give "
-         "HuggingFaceModel metrics= (eval_metrics= for other metrics in evaluation)",
-         "SKILL.md#model-and-data-checklist"),
-]
-RULE_IDS = {rule.id for rule in RULES}
 
 
 @dataclass
@@ -2866,22 +2723,34 @@ def check_paths(run) -> None:
     if skill not in (TF, CP):
         raise SmokeError(f"no skill found above {HERE} (its SKILL.md names the rules to run): run the copy in a "
                          "skill's scripts folder, python skills/<skill>/scripts/trap_check.py", EXIT_USAGE)
+    args = run.args
+    if args.format == "github" and args.json:
+        raise SmokeError("--format github and --json both write to stdout: give one", EXIT_USAGE)
+    rules = report.chosen_rules(skill, args.select, args.ignore)
+    if args.list_rules:
+        if not args.json:
+            print("\n".join(report.rule_lines(skill)))
+        run.check("rules", True, report.rule_table(skill) if args.json else f"{len(report.rule_table(skill))} rules "
+                  f"of {skill}, {len(rules)} of them selected")
+        return
     # --device names the device the checked code runs on, not this machine's: nothing runs here, so gpu is never
     # refused (no exit 4); auto is a GPU when one is visible here
-    run.device = run.args.device if run.args.device != "auto" else ("gpu" if gpu_visible() else "cpu")
-    if not run.args.paths:
+    run.device = args.device if args.device != "auto" else ("gpu" if gpu_visible() else "cpu")
+    if not args.paths:
         raise SmokeError("give the Python files, shell scripts or folders to check (see --help)", EXIT_USAGE)
     sources, unreadable = {}, []
-    for path in input_files(run.args.paths, unreadable):
+    for path in input_files(args.paths, unreadable):
         try:
             sources[str(path)] = read(path)
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             reason = " ".join(str(getattr(exc, "strerror", None) or exc).split())
             unreadable.append(f"{shown(str(path))}: cannot be read ({reason})")
     if not sources and not unreadable:
-        raise SmokeError(f"no .py, .sh, .bash, .sbatch or .slurm file under {', '.join(map(repr, run.args.paths))}", EXIT_USAGE)
+        raise SmokeError(f"no .py, .sh, .bash, .sbatch or .slurm file under {', '.join(map(repr, args.paths))}", EXIT_USAGE)
     findings, broken = check_all(sources, skill, run.device)
-    rules = {rule.id: rule for rule in RULES if rule.skill == skill}
+    findings = [finding for finding in findings if finding.rule in rules
+                and not report.suppressed(rules[finding.rule], source_lines(sources, finding.path), finding.line)]
+    # the findings are final here: --fix / --diff (issue #26, _trap_fix.py) take them from this point
     by_path: dict[str, list[Finding]] = {}
     for finding in findings:
         by_path.setdefault(finding.path, []).append(finding)
@@ -2892,10 +2761,12 @@ def check_paths(run) -> None:
                 rule = rules[finding.rule]
                 note = " ".join(finding.note.split())
                 note = f" ({note if len(note) <= 200 else note[:200] + '...'})" if note else ""  # a 5,000-digit value
-                run.check(f"{finding.rule}@{shown(path)}:{finding.line}", False,
-                          f"{rule.what}{note} Fix: {rule.fix}. See: {rule.see}")
+                message = f"{rule.what}{note} Fix: {rule.fix}. See: {rule.see}"
+                report.record(run, f"{finding.rule}@{shown(path)}:{finding.line}", rule, message, args.strict)
+                if args.format == "github":
+                    print(report.annotation(rule, path, finding.line, message, args.strict))
         elif path not in broken:
-            run.check(f"clean@{shown(path)}", True, f"no trap of the {len(rules)} rules of {skill}")
+            run.check(f"clean@{shown(path)}", True, f"no trap of the {len(rules)} rules of {skill} that ran")
     if broken or unreadable:  # exit 2 wins over 1: the check is incomplete; the traps found are still listed
         also = f" (and {len(findings)} trap{'s' * (len(findings) != 1)} found in what was read, listed above)" \
             if findings else ""
@@ -2903,8 +2774,20 @@ def check_paths(run) -> None:
                          EXIT_USAGE)
 
 
-NAMES_HELP = ("each trap found is one [FAIL] line on stderr named RULE@PATH:LINE (a clean file: clean@PATH), with "
-              "what goes wrong, the fix and the section to read, and exit 1; --json gives the same names as checks. "
+def source_lines(sources: dict[str, str], path: str) -> list[str]:
+    """The lines of a file a finding is in, for its inline suppressions: a given file's text, else (a project module
+    found next to one) read again; one that cannot be read suppresses nothing."""
+    if path not in sources:
+        try:
+            sources[path] = read(Path(path))
+        except (OSError, UnicodeDecodeError, ValueError):
+            sources[path] = ""
+    return sources[path].split("\n")
+
+
+NAMES_HELP = ("each error found is one [FAIL] line on stderr named RULE@PATH:LINE (a clean file: clean@PATH), with "
+              "what goes wrong, the fix and the section to read, and exit 1; a warning is a [warn] line and exit 0 "
+              "(--strict: exit 1 too). --json gives the same names as checks, each with its code and severity. "
               "A PATH that holds ':', '@', a quote, a backslash or a character that is not printable is written as "
               "a Python string literal, so a name splits at its first '@' and its last ':'")
 NO_DEVICE_LINE = "  4  the requested device is not there (--device gpu without CUDA)"
@@ -2914,6 +2797,10 @@ EXIT_2_OVER_1 = ("A file that cannot be read or parsed (for this checker's Pytho
                  "(the empty cache folders the contract makes there are removed at exit), and a temporary folder whose "
                  "path holds a brace is accepted (the smoke scripts refuse one because Composer expands {rank} in the "
                  "paths they write to)")
+SUPPRESSION_HELP = ("To accept one finding, write `# trap-check: ignore[RULE]` (a code or a name; several comma-separated) "
+                    "at the end of its line, or alone on the line above it, in Python and shell scripts alike. As a "
+                    "pre-commit hook: repo: <this bundle's repository>, hooks: [{id: trap-check-transformers}] or "
+                    "trap-check-composer (.pre-commit-hooks.yaml at its root)")
 
 
 def make_parser():
@@ -2922,8 +2809,18 @@ def make_parser():
                           + "\n".join(textwrap.wrap(NAMES_HELP, 110)))
     parser.epilog = parser.epilog.replace(NO_DEVICE_LINE, "  4  never: --device gpu names the device the checked code "
                                           "runs on, which this machine need not have") + "\n\n" + "\n".join(
-        textwrap.wrap(EXIT_2_OVER_1, 110))
+        textwrap.wrap(EXIT_2_OVER_1, 110)) + "\n\n" + "\n".join(textwrap.wrap(SUPPRESSION_HELP, 110))
     parser.add_argument("paths", nargs="*", metavar="PATH", help="Python files, shell scripts or folders to read")
+    lint = parser.add_argument_group("rules and output, as linters have them")
+    lint.add_argument("--list-rules", action="store_true", help="print every rule of this skill (code, name, "
+                      "severity, what goes wrong, the section to read) and exit 0")
+    lint.add_argument("--select", action="append", metavar="RULES", help="run only these rules: codes, names or "
+                      "code prefixes, comma-separated (--select TF011,pad-token-eos; --select CP0)")
+    lint.add_argument("--ignore", action="append", metavar="RULES", help="do not run these rules (same words)")
+    lint.add_argument("--strict", action="store_true", help="fail (exit 1) on warnings too, not only on errors")
+    lint.add_argument("--format", choices=["text", "github"], default="text", help="github: also print each finding "
+                      "as a GitHub Actions annotation (::error file=..,line=..::) on stdout (default: text)")
+    # --fix / --diff (issue #26, _trap_fix.py) are added here
     return parser
 
 
