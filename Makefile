@@ -27,9 +27,11 @@ test: .venv/.installed
 test-latest: .venv-latest/.installed
 	.venv-latest/bin/python -m pytest -n 2 -m "not composer" $(PYTEST_ARGS)
 
-## bench: each train_smoke's wall time over its library's bare import, median of 3
+## bench: each train_smoke's wall time over its library's bare import, median of 3, and the trap checker's time on
+## 5 MB generated files (a report: never fails)
 bench: .venv/.installed
 	.venv/bin/python scripts/smoke_runner.py --script train_smoke --device cpu --repeat 3
+	-.venv/bin/python scripts/bench_trap_check.py
 
 ## lock: rewrite the constraint files from the venvs (after a deliberate upgrade); local labels such as +cpu
 ## are dropped so a pin matches the build each platform's index serves

@@ -357,6 +357,19 @@ UNKNOWN = object()
 PROSE_KEYWORDS = ("help", "epilog", "description", "usage", "prog")
 
 
+def walk(tree: ast.AST) -> tuple[list[ast.AST], dict[int, ast.AST]]:
+    """Every node of ``tree`` in ast.walk's order, and each node's parent (by id), in one pass over the tree."""
+    nodes, parent = [tree], {}
+    for node in nodes:  # the list grows as it is read: breadth first, as ast.walk
+        for name in node._fields:
+            value = getattr(node, name, None)
+            for child in value if isinstance(value, list) else (value,):
+                if isinstance(child, ast.AST):
+                    parent[id(child)] = node
+                    nodes.append(child)
+    return nodes, parent
+
+
 class Module:
     def __init__(self, path: str, tree: ast.Module, read_launches: bool = True):
         self.path, self.tree = path, tree
@@ -375,8 +388,9 @@ class Module:
         self.dotted: dict[str, Module] = {}  # `import pkg.util`: "pkg.util" -> that project module
         self.builders: dict[int, list[ast.Call]] = {}  # a function defined here -> the TrainingArguments it builds
         self.calls: list[ast.Call] = []
-        self.nodes = list(ast.walk(tree))
-        self._parent: dict[int, ast.AST] | None = None
+        self._calls_by_name: dict[str, list[ast.Call]] | None = None
+        self._call_position: dict[int, int] = {}
+        self.nodes, self.parent = walk(tree)
         self._stores: Counter | None = None
         self._const_names: dict[tuple[str, int], object] = {}
         self._mappings: dict[tuple, tuple[dict, bool]] = {}
@@ -430,6 +444,9 @@ class Module:
         self.project: list[Module] = [self]  # this module and the project modules it imports (Project.link)
         self.imported: list[tuple[int, Module]] = []  # (line of the import, a project module it imports)
         self._project_names: set[str] | None = None
+        self._project_strings: set[str] | None = None
+        self._project_words: set[str] | None = None
+        self._tokens_counted: tuple[str | None] | None = None
         self._project_bases: dict[str, list[str]] | None = None
         self._project_classes: set[str] | None = None
         if read_launches:  # a project module found next to a given one is read only for what it defines
@@ -443,12 +460,6 @@ class Module:
             self._stores = Counter(node.id for node in self.nodes if isinstance(node, ast.Name)
                                    and isinstance(node.ctx, ast.Store))
         return self._stores
-
-    @property
-    def parent(self) -> dict[int, ast.AST]:
-        if self._parent is None:
-            self._parent = {id(child): node for node in self.nodes for child in ast.iter_child_nodes(node)}
-        return self._parent
 
     # -- the project: what this module and the modules it imports define
     @property
@@ -469,7 +480,17 @@ class Module:
 
     @property
     def project_strings(self) -> set[str]:
-        return set().union(*(module.strings for module in self.project))
+        """The string constants of this module and the project modules it imports, and its project names: what a
+        rule looks for in the whole project (trainer_state.json, input_ids), gathered once per module."""
+        if self._project_strings is None:
+            self._project_strings = set().union(*(module.strings for module in self.project))
+        return self._project_strings
+
+    @property
+    def project_words(self) -> set[str]:
+        if self._project_words is None:
+            self._project_words = self.project_names | self.project_strings
+        return self._project_words
 
     def inherits(self, name: str, test, seen: set[str] | None = None) -> bool:
         """Whether ``test(a short class name)`` holds for the class ``name`` or a class it derives from, through the
@@ -882,8 +903,17 @@ class Module:
         return names
 
     def calls_named(self, *names: str, suffix: str | None = None) -> list[ast.Call]:
-        return [call for call in self.calls if self.short(call) in names
-                or (suffix is not None and self.short(call).endswith(suffix))]
+        """The calls of these short names (or ending in ``suffix``), in the module's order. The calls are grouped by
+        name once: a rule asking per Trainer call would otherwise cost calls x Trainers."""
+        if self._calls_by_name is None:
+            self._calls_by_name = {}
+            for call in self.calls:
+                self._calls_by_name.setdefault(self.short(call), []).append(call)
+            self._call_position = {id(call): index for index, call in enumerate(self.calls)}
+        wanted = {name for name in self._calls_by_name if suffix is not None and name.endswith(suffix)}
+        wanted |= set(names) & set(self._calls_by_name)
+        return sorted((call for name in wanted for call in self._calls_by_name[name]),
+                      key=lambda call: self._call_position[id(call)])
 
     # -- launch commands written as strings or argv lists
     def _read_launch_strings(self) -> None:
@@ -1856,6 +1886,7 @@ def resume_findings(module: Module, training: list, launches: list[Launch]):
                 receiver = module.resolve(call.func.value)
                 if isinstance(receiver, ast.Call) and module.short(receiver).endswith("Trainer"):
                     resumes.append((call, call.args[0]))
+    looks_at_state = None  # whether the project reads trainer_state.json: asked once, not per resume
     for call, value in resumes:
         chosen = module.resolve(value)  # True if <a look at a data file or a flag> else None
         when_true = isinstance(chosen, ast.IfExp) and any(  # True where the test does not say a checkpoint is there
@@ -1865,8 +1896,11 @@ def resume_findings(module: Module, training: list, launches: list[Launch]):
                 not checkpoint_guarded(module, value):  # kwargs["resume_from_checkpoint"] = True under a look
             yield "resume-true-unconditional", call.lineno, ""
         last = lambda node: isinstance(node, ast.Call) and module.short(node) == "get_last_checkpoint"  # noqa: E731
-        if module.mentions(value, last) and not any("trainer_state.json" in text for text in module.project_strings):
-            yield "resume-unchecked-checkpoint", call.lineno, ""
+        if module.mentions(value, last):
+            if looks_at_state is None:
+                looks_at_state = any("trainer_state.json" in text for text in module.project_strings)
+            if not looks_at_state:
+                yield "resume-unchecked-checkpoint", call.lineno, ""
     if not resumes:
         return
     # Only arguments that share an output_dir resume each other: a debug and a full configuration that write to
@@ -1950,8 +1984,8 @@ def seq2seq_findings(module: Module, training: list, launches: list[Launch]):
             yield "generate-max-length", kw["predict_with_generate"][1], ""
     for launch in launches:  # --predict_with_generate on the command line, the length neither there nor in the code
         if is_true(launch.flag("predict_with_generate")) and launch.flag("generation_max_length") is None and \
-                launch.flag("generation_config") is None and not {"generation_max_length", "generation_config"} & (
-                    module.project_names | module.project_strings):
+                launch.flag("generation_config") is None and \
+                not {"generation_max_length", "generation_config"} & module.project_words:
             yield "generate-max-length", launch, "--predict_with_generate on the command line"
     if not any(isinstance(call.func, ast.Attribute) and call.func.attr == "predict" for call in module.calls):
         return
@@ -2126,8 +2160,14 @@ def tokens_counted(module: Module) -> str | None:
     """Why a tok duration is miscounted without get_num_tokens_in_batch, or None when Composer counts it right:
     Composer counts input_ids.numel() of dict batches (padding included), else dataset.max_seq_len per sample,
     else nothing. The batches' keys and padding are looked for in this module and the project modules it
-    imports."""
-    names = module.project_names | module.project_strings
+    imports. Asked per tok duration, worked out once per module."""
+    if module._tokens_counted is None:
+        module._tokens_counted = (_tokens_counted(module),)
+    return module._tokens_counted[0]
+
+
+def _tokens_counted(module: Module) -> str | None:
+    names = module.project_words
     padded = PADDING & names or any(isinstance(node, ast.keyword) and node.arg == "padding" and part.const(
         node.value) not in (False, "do_not_pad") for part in module.project if "padding" in part.names
         for node in part.nodes)
