@@ -674,10 +674,16 @@ def test_the_rules_are_linear_in_the_number_of_trainer_calls():
 
 
 def test_17_predict_with_generate_on_the_command_line_needs_generation_max_length():
+    """The script the launch runs is read: one not read here decides nothing (issue #25: a run_summarization.py next
+    to the launcher set generation_max_length itself, and the launcher checked alone was reported)."""
     line = "python run_summarization.py --model_name_or_path t5-small --predict_with_generate"
-    assert rules_found(HF, {"run.sh": line + "\n"}) == {"generate-max-length"}
-    assert rules_found(HF, {"run.sh": line + " --generation_max_length 128\n"}) == set()
-    assert rules_found(HF, {"run.sh": line + " False\n"}) == set()
+    script = {"run_summarization.py": "from transformers import HfArgumentParser\n"}
+    assert rules_found(HF, {**script, "run.sh": line + "\n"}) == {"generate-max-length"}
+    assert rules_found(HF, {**script, "run.sh": line + " --generation_max_length 128\n"}) == set()
+    assert rules_found(HF, {**script, "run.sh": line + " False\n"}) == set()
+    sets_it = {"run_summarization.py": "training_args.generation_max_length = training_args.generation_max_length or 128\n"}
+    assert rules_found(HF, {**sets_it, "run.sh": line + "\n"}) == set()
+    assert rules_found(HF, {"run.sh": line + "\n"}) == set()  # the script not given, nor found next to run.sh
 
 
 def test_18_launch_matching_is_near_linear(tmp_path):
@@ -2253,3 +2259,132 @@ def test_r3o_precision_looked_up_by_name():
     code = ("from composer import Trainer\nfrom composer.core import Precision\n"
             "Trainer(model=m, optimizers=o, max_duration='2ep', device='cpu', precision=Precision['AMP_BF16'])\n")
     assert rules_found(CP, {"t.py": code}) == {"gpu-only-setting-on-cpu"}
+
+
+# ---- issue #25: values as people write them, and no finding from what cannot be read ----
+
+BEST = ("from transformers import TrainingArguments\n{}\nTrainingArguments(output_dir='o', eval_strategy='steps', "
+        "save_strategy='steps', load_best_model_at_end=True, metric_for_best_model='loss', save_steps={}, "
+        "eval_steps={})\n")
+SEQCLS = ("import transformers\nfrom dataclasses import dataclass, field\n"
+          "from transformers import AutoModelForSequenceClassification, HfArgumentParser, Trainer\n"
+          "model = AutoModelForSequenceClassification.from_pretrained('m')\n")
+
+
+@pytest.mark.parametrize("source, rule", [
+    (BEST.format("eval_every = 250", "eval_every * 4", "eval_every"), "best-unsaved-eval"),
+    (BEST.format("EVAL_EVERY = 100", "EVAL_EVERY + EVAL_EVERY // 2", "EVAL_EVERY"), "best-save-not-multiple"),
+    ("from composer import Trainer\nTOKEN_BUDGET = 2_000_000\n"
+     "Trainer(model=m, optimizers=o, train_dataloader=loader, max_duration=f'{TOKEN_BUDGET}tok')\n", "tok-uncounted"),
+    ("from composer import Trainer\nN = 3\nTrainer(model=m, optimizers=o, max_duration=f'{N}iter')\n", "duration-unit"),
+    ("from composer import Trainer\nN = 3\nTrainer(model=m, optimizers=o, max_duration='{}iter'.format(N))\n",
+     "duration-unit"),
+    ("from composer import Trainer\nN = 3\nTrainer(model=m, optimizers=o, max_duration='{n}iter'.format(n=N))\n",
+     "duration-unit"),
+], ids=["product", "sum-and-floor-division", "f-string-tok", "f-string-iter", "format", "format-keyword"])
+def test_constant_arithmetic_f_strings_and_format_are_read(source, rule):
+    skill = CP if "composer" in source else HF
+    assert rule in rules_found(skill, {"t.py": source})
+
+
+@pytest.mark.parametrize("spelling", ["f'{N:>99999999}iter'", "'{0.real}iter'.format(N)", "f'{N!r}iter'",
+                                      "'{}{}'.format(N)", "N * 'iter'"])
+def test_formats_with_specs_or_odd_fields_stay_unknown(spelling):
+    """A format spec could ask for a huge width and an attribute for anything: such a value is not read."""
+    assert rules_found(CP, {"t.py": f"from composer import Trainer\nN = 3\nTrainer(model=m, optimizers=o, "
+                                    f"max_duration={spelling})\n"}) == set()
+
+
+@pytest.mark.parametrize("source", [
+    SEQCLS + "@dataclass\nclass Args(transformers.TrainingArguments):\n"
+             "    gradient_accumulation_steps: int = field(default=8)\n"
+             "(args,) = HfArgumentParser(Args).parse_args_into_dataclasses()\nTrainer(model=model, args=args)\n",
+    SEQCLS + "model_args, training_args = HfArgumentParser((M, transformers.TrainingArguments))"
+             ".parse_args_into_dataclasses()\ntraining_args.gradient_accumulation_steps = 4\n"
+             "Trainer(model=model, args=training_args)\n",
+    SEQCLS + "args = transformers.TrainingArguments(output_dir='o')\nargs.gradient_accumulation_steps = 4\n",
+], ids=["dataclass-field-default", "set-on-parsed-arguments", "set-on-built-arguments"])
+def test_accumulation_as_a_field_default_or_set_on_the_arguments_is_read(source):
+    assert rules_found(HF, {"t.py": source}) == {"seqcls-loss-scaling"}
+    assert rules_found(HF, {"t.py": source.replace("8)", "1)").replace("= 4", "= 1")}) == set()
+
+
+def test_a_field_default_a_launch_overrides_and_a_field_the_subclass_adds_are_not_findings(tmp_path):
+    script = SEQCLS + ("@dataclass\nclass Args(transformers.TrainingArguments):\n"
+                       "    gradient_accumulation_steps: int = 8\n    evaluation_strategy: str = 'steps'\n"
+                       "    optim: str = field(default='adamw_hf')\n"
+                       "(args,) = HfArgumentParser(Args).parse_args_into_dataclasses()\n")
+    assert rules_found(HF, {"t.py": script}) == {"seqcls-loss-scaling", "optim-adamw-hf"}
+    files = {"train.py": script, "run.sh": "python train.py --gradient_accumulation_steps 1 --optim adamw_torch\n"}
+    assert project_found(HF, tmp_path, files) == set()
+
+
+def test_a_trainer_class_chosen_by_a_condition_is_a_trainer():
+    code = ("from transformers import Trainer\nclass Weighted(Trainer):\n    pass\n"
+            "trainer_class = Weighted if weighted else Trainer\ntrainer_class(model=m, args=a, tokenizer=tok)\n")
+    assert rules_found(HF, {"t.py": code}) == {"trainer-tokenizer"}
+
+
+def test_a_projects_own_trainer_takes_what_its_init_says(tmp_path):
+    """A vendored copy of the 4.x Trainer (class Trainer: with a tokenizer parameter) and a subclass of it."""
+    files = {"trainer.py": "class Trainer:\n    def __init__(self, model=None, tokenizer=None):\n        pass\n",
+             "trainer_seq2seq.py": "from trainer import Trainer\nclass Seq2SeqTrainer(Trainer):\n    pass\n",
+             "main.py": "from trainer_seq2seq import Seq2SeqTrainer\nSeq2SeqTrainer(model=m, tokenizer=tok)\n"}
+    assert project_found(HF, tmp_path, files, ["main.py"]) == set()
+    files["trainer_seq2seq.py"] = "from transformers import Trainer\nclass Seq2SeqTrainer(Trainer):\n    pass\n"
+    assert project_found(HF, tmp_path / "library", files, ["main.py"]) == {("trainer-tokenizer", "main.py")}
+
+
+def test_a_trainer_never_imported_beside_training_arguments_is_not_composers():
+    fragment = "args = TrainingArguments(output_dir='o')\ntrainer = Trainer(model, args, tokenizer=tok)\n"
+    assert rules_found(CP, {"t.py": fragment}) == set()
+
+
+def test_a_continuation_on_the_last_line_without_a_newline_keeps_the_command():
+    assert rules_found(HF, {"run.sh": "torchrun --nproc_per_node 2 train.py \\\n    --overwrite_output_dir \\"}) == \
+        {"removed-overwrite_output_dir"}
+
+
+@pytest.mark.parametrize("launch", ["LOCAL_WORLD_SIZE=2 composer train.py", "export LOCAL_WORLD_SIZE=2\ncomposer train.py",
+                                    "composer --np 2 train.py", "composer --npro=2 train.py"])
+def test_composer_processes_from_local_world_size_and_a_unique_prefix(tmp_path, launch):
+    files = {"train.py": "from composer import Trainer\nloader = DataLoader(data, batch_size=4)\n"
+                         "Trainer(model=m, optimizers=o, train_dataloader=loader)\n", "run.sh": launch + "\n"}
+    assert project_found(CP, tmp_path, files) == {("loader-without-sampler", "train.py")}
+
+
+@pytest.mark.parametrize("setting", [
+    'os.environ.update(HF_HUB_OFFLINE="1")', 'os.environ |= {"HF_DATASETS_OFFLINE": "1"}',
+    'OFFLINE = {"HF_HUB_OFFLINE": "1"}\nos.environ.update(OFFLINE)', 'os.environ["HF_UPDATE_DOWNLOAD_COUNTS"] = "0"'])
+def test_offline_mode_or_no_download_counts_in_every_spelling_fixes_load_dataset(setting):
+    code = "import os\n{}\nfrom datasets import load_dataset\nload_dataset('json', data_files='train.jsonl')\n"
+    assert rules_found(HF, {"t.py": code.format(setting)}) == set()
+    assert rules_found(HF, {"t.py": code.format("")}) == {"load-dataset-online"}
+
+
+def test_a_hub_dataset_given_data_files_is_not_local_files():
+    code = "from datasets import load_dataset\nload_dataset({}, data_files='unified_chip2.jsonl')\n"
+    assert rules_found(HF, {"t.py": code.format("'laion/OIG'")}) == set()
+    assert rules_found(HF, {"t.py": code.format("cfg.name")}) == set()  # not read here: no finding
+    assert rules_found(HF, {"t.py": code.format("'json'")}) == {"load-dataset-online"}
+
+
+def test_load_options_read_from_a_config_make_no_changed_head_finding():
+    """llm-foundry passes all three load_* options from its YAML: the checker cannot read them, so no finding."""
+    code = ("from composer import Trainer\nTrainer(model=m, optimizers=o, load_path=cfg.get('load_path', None), "
+            "load_weights_only=cfg.get('load_weights_only', False), load_strict_model_weights=cfg.get('strict', True), "
+            "load_ignore_keys=cfg.get('load_ignore_keys', None))\n")
+    assert rules_found(CP, {"t.py": code}) == set()
+    literal = "from composer import Trainer\nTrainer(model=m, optimizers=o, load_path='a.pt', load_ignore_keys=['x'])\n"
+    assert rules_found(CP, {"t.py": literal}) == {"changed-head-load"}
+
+
+def test_pad_eos_is_not_a_trap_where_the_script_stops_on_its_own_end_marker():
+    """dolly's shape: its own "### End" registered as a special token, no EOS written into the text."""
+    base = ("from transformers import AutoModelForCausalLM, DataCollatorForLanguageModeling, Trainer\n"
+            "model = AutoModelForCausalLM.from_pretrained('m')\ntokenizer.pad_token = tokenizer.eos_token\n"
+            "tokenizer.add_special_tokens({'additional_special_tokens': ['### End', '### Response:']})\n"
+            "Trainer(model=model, data_collator=DataCollatorForLanguageModeling(tokenizer, mlm=False))\n")
+    assert rules_found(HF, {"t.py": base}) == set()
+    assert rules_found(HF, {"t.py": base + "text = prompt + tokenizer.eos_token\n"}) == {"pad-token-eos"}
+    assert rules_found(HF, {"t.py": base.replace("tokenizer.add_special_tokens", "print")}) == {"pad-token-eos"}

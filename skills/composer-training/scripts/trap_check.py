@@ -76,6 +76,9 @@ class Finding:
 
 # ---------------------------------------------------------------- launch commands (shell lines, strings, argv lists)
 
+# composer's launcher parses with argparse's allow_abbrev: --np, --npr and --npro are --nproc (--n is also --node_rank);
+# without it, LOCAL_WORLD_SIZE from the environment is the process count
+COMPOSER_NPROC = ("--nproc", "--npro", "--npr", "--np")
 LAUNCHERS = ("accelerate", "accelerate-launch", "torchrun", "composer", "deepspeed", "python", "python3")
 PYTHON = re.compile(r"^python(\d+(\.\d+)*)?$")  # python, python3, python3.11
 # Commands that run the command after them (with their own options first): `timeout 600 torchrun ...`
@@ -95,6 +98,8 @@ PYTHON_TOOLS = {"pytest", "pip", "venv", "virtualenv", "unittest", "ensurepip", 
                 "transformers", "accelerate", "composer", "torch", "datasets", "evaluate", "huggingface_hub",
                 "streaming", "tensorboard", "wandb", "mlflow"}  # python -m X that starts no training script of its own
 OFFLINE_NAMES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+COUNTS = "HF_UPDATE_DOWNLOAD_COUNTS"  # set false, datasets skips the download-count ping (offline stays off)
+SETTINGS = (*OFFLINE_NAMES, COUNTS)
 TRUE_VALUES = {"1", "ON", "YES", "TRUE"}  # huggingface_hub's constants._is_true and datasets' config: upper-cased
 
 
@@ -148,7 +153,7 @@ class Launch:
         """The process count the launch line asks for; None when the default or a variable decides."""
         value = {"accelerate": self.option("--num_processes", "--num-processes"),
                  "torchrun": self.option("--nproc_per_node", "--nproc-per-node"),
-                 "composer": self.option("-n", "--nproc"),
+                 "composer": self.option("-n", *COMPOSER_NPROC) or self.env.get("LOCAL_WORLD_SIZE"),
                  "deepspeed": self.option("--num_gpus", "--num-gpus")}.get(self.launcher, "1")
         return count(value)
 
@@ -257,6 +262,8 @@ def shell_commands(text: str):
             parts[-1] = parts[-1][:-1]
             parts.append(lines[index])
         index += 1
+        if parts[-1].endswith("\\") and index >= len(lines):  # a continued last line with no line after it
+            parts[-1] = parts[-1][:-1]
         joined = " ".join(parts)
         heredoc = HEREDOC.search(joined)
         if heredoc and not (joined.split() and SHELLS.match(joined.split()[0])):
@@ -366,6 +373,43 @@ def walk(tree: ast.AST) -> tuple[list[ast.AST], dict[int, ast.AST]]:
                     parent[id(child)] = node
                     nodes.append(child)
     return nodes, parent
+
+
+ARITHMETIC = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+              ast.FloorDiv: lambda a, b: a // b, ast.Div: lambda a, b: a / b, ast.Mod: lambda a, b: a % b}
+FIELD = re.compile(r"\{(\d*|[A-Za-z_]\w*)\}")  # "{}", "{0}", "{n}": no attribute, index or format spec
+
+
+def plain(value) -> bool:
+    """A constant that writes the same in a string as in the code: a number or a short string, not True or None."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)) or (isinstance(value, str) and
+                                                                                len(value) < 10_000)
+
+
+def arithmetic(op: ast.operator, left, right):
+    """``left op right`` for two numbers (or two strings added), UNKNOWN otherwise or when it fails or grows past
+    what a setting holds."""
+    numbers = all(plain(value) and not isinstance(value, str) for value in (left, right))
+    if not numbers and not (isinstance(op, ast.Add) and all(plain(value) and isinstance(value, str)
+                                                               for value in (left, right))):
+        return UNKNOWN
+    try:
+        value = ARITHMETIC[type(op)](left, right)
+    except (ArithmeticError, ValueError):
+        return UNKNOWN
+    return value if plain(value) and (isinstance(value, str) or abs(value) < 10 ** 30) else UNKNOWN
+
+
+def formatted(template, args: list, kwargs: dict):
+    """``template.format(*args, **kwargs)`` with plain fields only ("{}iter", "{n}tok"); UNKNOWN otherwise."""
+    values = [*args, *kwargs.values()]
+    if not isinstance(template, str) or not all(plain(value) for value in values) or \
+            template.count("{") != len(FIELD.findall(template)) or template.count("}") != template.count("{"):
+        return UNKNOWN
+    try:
+        return template.format(*args, **kwargs)
+    except (IndexError, KeyError, ValueError):
+        return UNKNOWN
 
 
 class Module:
@@ -549,6 +593,16 @@ class Module:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             value = self.const(node.operand, depth + 1)
             return -value if isinstance(value, (int, float)) and not isinstance(value, bool) else UNKNOWN
+        if isinstance(node, ast.BinOp) and type(node.op) in ARITHMETIC:  # save_steps=eval_every * 4
+            return arithmetic(node.op, self.const(node.left, depth + 1), self.const(node.right, depth + 1))
+        if isinstance(node, ast.JoinedStr):  # f"{TOKEN_BUDGET}tok"
+            parts = [self.const(part.value if isinstance(part, ast.FormattedValue) and part.conversion == -1
+                                and part.format_spec is None else part, depth + 1)
+                     if isinstance(part, ast.FormattedValue) else part.value for part in node.values]
+            return "".join(map(str, parts)) if all(plain(part) for part in parts) else UNKNOWN
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+            return formatted(self.const(node.func.value, depth + 1), [self.const(arg, depth + 1) for arg in node.args],
+                             {keyword.arg: self.const(keyword.value, depth + 1) for keyword in node.keywords})
         if isinstance(node, ast.Name):  # memoised per (name, depth): `x0 = x1` written many times stays linear
             key = (node.id, depth)
             if key not in self._const_names:
@@ -1126,6 +1180,54 @@ def training_arguments(module: Module) -> list[tuple[ast.AST, dict, bool]]:
     return found
 
 
+SET_LATER = ("gradient_accumulation_steps", "optim")  # read from defaults and later sets, not only from calls
+
+
+def argument_defaults(module: Module) -> list[tuple[ast.AST, dict, bool]]:
+    """Training arguments given outside a call: the field defaults of the script's own dataclass derived from
+    TrainingArguments (parsed by HfArgumentParser: `gradient_accumulation_steps: int = field(default=8)`), unless a
+    launch gives the flag, and a value set on parsed or built arguments (`training_args.gradient_accumulation_steps =
+    4`). Only the settings of SET_LATER: a field the subclass adds (evaluation_strategy) is its own, never passed."""
+    found = []
+    flags = {token.split("=", 1)[0].lstrip("-").replace("-", "_") for args in module.launched_with for token in args}
+    for name, definitions in module.classes.items():
+        definition = definitions[0]
+        if len(definitions) != 1 or not any("dataclass" in ast.dump(decorator) for decorator in
+                                            definition.decorator_list) or \
+                not module.inherits(name, lambda base: base in ARGUMENT_CLASSES):
+            continue
+        kw = {}
+        for statement in definition.body:
+            if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and \
+                    statement.target.id in SET_LATER and statement.value is not None and statement.target.id not in flags:
+                value = statement.value
+                if isinstance(value, ast.Call) and called_name(value.func) == "field":
+                    value = next((keyword.value for keyword in value.keywords if keyword.arg == "default"), None)
+                if value is not None:
+                    kw[statement.target.id] = (value, statement.lineno)
+        found.append((definition, kw, False))
+    for node in module.nodes:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute) \
+                and node.targets[0].attr in SET_LATER and holds_arguments(module, node.targets[0].value):
+            found.append((node, {node.targets[0].attr: (node.value, node.lineno)}, False))
+    return found
+
+
+def holds_arguments(module: Module, holder: ast.AST) -> bool:
+    """Whether a name holds training arguments: built here (`args = TrainingArguments(...)`), or unpacked from what
+    HfArgumentParser parsed (`model_args, training_args = parser.parse_args_into_dataclasses()`)."""
+    if not isinstance(holder, ast.Name):
+        return False
+    value = module.resolve(holder)
+    if isinstance(value, ast.Call) and builds_arguments(module, value):
+        return True
+    return any(isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and
+               called_name(node.value.func).startswith("parse_") and any(
+                   isinstance(sub, ast.Name) and sub.id == holder.id for target in node.targets
+                   if isinstance(target, ast.Tuple) for sub in target.elts)
+               for node in module.nodes)
+
+
 def argument_findings(module: Module, training: list):
     for call, kw, complete in training:
         for name, _what, _fix in REMOVED_ARGUMENTS:
@@ -1149,6 +1251,10 @@ def imported_findings(module: Module):
 def transformers_findings(module: Module, launches: list[Launch]):
     training = training_arguments(module)
     yield from argument_findings(module, training)
+    defaults = argument_defaults(module)
+    for _, kw, _ in defaults:
+        if module.const(kw.get("optim", (None,))[0]) == "adamw_hf":
+            yield "optim-adamw-hf", kw["optim"][1], ""
     yield from imported_findings(module)
     for launch in launches:
         # the same arguments as HfArgumentParser flags on a command line
@@ -1157,11 +1263,11 @@ def transformers_findings(module: Module, launches: list[Launch]):
                 yield f"removed-{name}", launch, f"--{name} on the command line"
         if launch.flag("optim") == "adamw_hf" and hf_flags(launch, "optim"):
             yield "optim-adamw-hf", launch, "--optim adamw_hf on the command line"
-    for call in module.calls_named(suffix="Trainer"):
+    for call in trainer_calls(module):
         kw, _ = module.kwargs(call)
-        if "tokenizer" in kw:
+        if "tokenizer" in kw and library_trainer(module, call):
             yield "trainer-tokenizer", kw["tokenizer"][1], ""
-    yield from sequence_classification_findings(module, training, launches)
+    yield from sequence_classification_findings(module, training + defaults, launches)
     names = module.project_names  # an aliased import counts by what it stands for; model.py's classes count here
     causal = any(CAUSAL_LM.search(name) for name in names) or any(
         module.const(module.kwargs(call)[0].get("mlm", (None,))[0]) is False
@@ -1173,6 +1279,24 @@ def transformers_findings(module: Module, launches: list[Launch]):
     yield from resume_findings(module, training, launches)
     yield from load_dataset_findings(module, launches)
     yield from seq2seq_findings(module, training, launches)
+
+
+def trainer_calls(module: Module) -> list[ast.Call]:
+    """Calls of a class named *Trainer, and of a name that holds one by a condition (`trainer_class =
+    WeightedTrainer if weighted else Trainer`, then `trainer_class(...)`)."""
+    calls = module.calls_named(suffix="Trainer")
+    for name, values in module.assigned.items():
+        if len(values) == 1 and isinstance(values[0], ast.IfExp) and any(
+                module.qualname(branch).endswith("Trainer") for branch in (values[0].body, values[0].orelse)):
+            calls += module.calls_named(name)
+    return calls
+
+
+def library_trainer(module: Module, call: ast.Call) -> bool:
+    """Whether the Trainer called is a library's (imported, or a project class derived from one): a project's own
+    class named so, derived from no library Trainer (a vendored copy of the 4.x one), takes what its __init__ says."""
+    short, defined = module.short(call), module.project_classes
+    return short not in defined or module.inherits(short, lambda name: name.endswith("Trainer") and name not in defined)
 
 
 OTHER_PARSERS = {"ArgumentParser", "argparse", "click", "typer", "fire", "argv", "docopt", "jsonargparse"}
@@ -1463,6 +1587,32 @@ def masks_labels_by_pad_id(part: Module) -> bool:
     return False
 
 
+EOS_NAMES = ("eos_token", "eos_token_id")
+
+
+def own_end_marker(module: Module) -> bool:
+    """Whether the project registers its own special tokens (an end marker it trains on and stops at, as "### End")
+    and writes no EOS into its text (`text + tokenizer.eos_token`, f"...{eos_token}", ids + [eos_token_id]): then no
+    EOS label is there to lose."""
+    def is_eos_name(node: ast.AST) -> bool:
+        return (isinstance(node, ast.Attribute) and node.attr in EOS_NAMES) or (
+            isinstance(node, ast.Name) and node.id in EOS_NAMES)
+
+    registers = writes = False
+    for part in module.project:
+        for node in part.nodes:
+            if isinstance(node, ast.Call) and called_name(node.func) in ("add_special_tokens", "add_tokens"):
+                registers |= called_name(node.func) == "add_tokens" or any(
+                    isinstance(key, ast.Constant) and key.value == "additional_special_tokens"
+                    for argument in node.args if isinstance(argument, ast.Dict) for key in argument.keys)
+            elif isinstance(node, (ast.BinOp, ast.JoinedStr)) or (isinstance(node, ast.Call) and
+                                                                  called_name(node.func) in ("append", "format")):
+                writes |= any(is_eos_name(sub) for sub in ast.walk(node))
+            elif isinstance(node, ast.keyword) and node.arg == "add_eos_token":
+                writes |= part.const(node.value) is not False
+    return registers and not writes
+
+
 def causal_lm_findings(module: Module):
     """pad_token = eos_token here or in a project module this one imports (the tokenizer set up in data.py for the
     causal LM trained here), and math.exp(eval_loss) here."""
@@ -1471,7 +1621,7 @@ def causal_lm_findings(module: Module):
     # (labels[labels == tokenizer.pad_token_id] = -100); a collator masking by attention_mask, the seq2seq
     # collator (it pads labels with -100) or generation alone keep them
     trains = "DataCollatorForLanguageModeling" in names or any(map(masks_labels_by_pad_id, module.project))
-    for part in module.project if trains else []:
+    for part in module.project if trains and not own_end_marker(module) else []:
         for line in pad_eos_lines(part):
             yield "pad-token-eos", at(module, part, line), ""
     eval_loss = lambda node: (isinstance(node, ast.Constant) and node.value == "eval_loss") or (  # noqa: E731
@@ -1932,20 +2082,23 @@ def offline_settings(module: Module) -> list[tuple[int, str, object]]:
     """(line, variable, value) per offline variable the module sets: os.environ["HF_HUB_OFFLINE"] = "1",
     setdefault(...), update(...), putenv(...)."""
     found: list[tuple[int, str, object]] = []
-    for node in module.nodes if set(OFFLINE_NAMES) & module.strings else []:
+    names = module.names | module.strings
+    for node in module.nodes if set(SETTINGS) & names else []:
         pairs = []
         if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Subscript):
             pairs = [(node.targets[0].slice, node.value)]
+        elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.BitOr):  # os.environ |= {...}
+            pairs = [(ast.Constant(key), value) for key, (value, _) in module.mapping(node.value, node.lineno)[0].items()]
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
                 "setdefault", "putenv", "update", "__setitem__"):
-            if node.func.attr == "update":
+            if node.func.attr == "update":  # update(HF_HUB_OFFLINE="1"), update({...}), update(OFFLINE)
                 pairs = [(ast.Constant(key), value) for key, (value, _) in module.kwargs(node)[0].items()]
-                pairs += [(key, value) for arg in node.args if isinstance(arg, ast.Dict)
-                          for key, value in zip(arg.keys, arg.values) if key]
+                pairs += [(ast.Constant(key), value) for arg in node.args
+                          for key, (value, _) in module.mapping(arg, node.lineno)[0].items()]
             elif node.args:
                 pairs = [(node.args[0], node.args[1] if len(node.args) > 1 else None)]
         for key, value in pairs:
-            if module.const(key) in OFFLINE_NAMES:
+            if module.const(key) in SETTINGS:
                 found.append((node.lineno, module.const(key), module.const(value)))
     return found
 
@@ -1958,10 +2111,14 @@ def load_dataset_findings(module: Module, launches: list[Launch]):
     settings = [(name, value) for line, name, value in offline_settings(module) if line < first_import]
     settings += [(name, value) for line, imported in module.imported if line < first_import  # import setup_env
                  for _, name, value in offline_settings(imported)]
-    settings += [(name, launch.env[name]) for launch in launches for name in OFFLINE_NAMES if name in launch.env]
+    settings += [(name, launch.env[name]) for launch in launches for name in SETTINGS if name in launch.env]
     # datasets reads HF_DATASETS_OFFLINE when it is set, else HF_HUB_OFFLINE; either is on only for 1/on/yes/true
-    if any(offline_value(value) for _, value in settings) and not any(
-            name == "HF_DATASETS_OFFLINE" and not offline_value(value) for name, value in settings):
+    offline = [(name, value) for name, value in settings if name != COUNTS]
+    if any(offline_value(value) for _, value in offline) and not any(
+            name == "HF_DATASETS_OFFLINE" and not offline_value(value) for name, value in offline):
+        return
+    if any(name == COUNTS and (value is UNKNOWN or str(value).upper() in ("0", "OFF", "NO", "FALSE") or "$" in str(value))
+           for name, value in settings):
         return
     local_builders = {"json", "csv", "text", "parquet", "arrow", "pandas", "imagefolder", "audiofolder", "xml", "sql",
                       "webdataset"}
@@ -1970,8 +2127,9 @@ def load_dataset_findings(module: Module, launches: list[Launch]):
             continue
         kw, _ = module.kwargs(call)
         builder = module.const(call.args[0] if call.args else kw.get("path", (None,))[0])
-        if "data_files" in kw or "data_dir" in kw or builder in local_builders or (
-                isinstance(builder, str) and builder.startswith((".", "/", "~"))):
+        # a builder for local files, or a path; load_dataset("laion/OIG", data_files=...) picks files of a Hub
+        # dataset (offline mode would break it), and a name not read here decides nothing
+        if builder in local_builders or (isinstance(builder, str) and builder.startswith((".", "/", "~"))):
             yield "load-dataset-online", call.lineno, ""
 
 
@@ -1981,9 +2139,10 @@ def seq2seq_findings(module: Module, training: list, launches: list[Launch]):
                 "generation_max_length" not in kw and "generation_config" not in kw:
             yield "generate-max-length", kw["predict_with_generate"][1], ""
     for launch in launches:  # --predict_with_generate on the command line, the length neither there nor in the code
-        if is_true(launch.flag("predict_with_generate")) and launch.flag("generation_max_length") is None and \
-                launch.flag("generation_config") is None and \
-                not {"generation_max_length", "generation_config"} & module.project_words:
+        runs = launch.runs if isinstance(launch.runs, Module) else None  # a script not read here decides nothing
+        if runs is not None and is_true(launch.flag("predict_with_generate")) and \
+                launch.flag("generation_max_length") is None and launch.flag("generation_config") is None and \
+                not {"generation_max_length", "generation_config"} & runs.project_words:
             yield "generate-max-length", launch, "--predict_with_generate on the command line"
     if not any(isinstance(call.func, ast.Attribute) and call.func.attr == "predict" for call in module.calls):
         return
@@ -2299,10 +2458,13 @@ def ignores_model_keys(module: Module, ignore_keys) -> bool:
 
 
 def composer_findings(module: Module, launches: list[Launch], device: str, several_jobs: str = ""):
+    # a Trainer never imported, in a file that builds TrainingArguments, is Transformers' (a notebook fragment)
+    transformers_code = "Trainer" not in module.imports and bool(set(ARGUMENT_CLASSES) & module.names)
     trainers = [call for call in module.calls_named("Trainer")
-                if not module.qualname(call.func).startswith("transformers")]
+                if not module.qualname(call.func).startswith("transformers") and not transformers_code]
     for launch in launches:
-        if device == "cpu" and launch.launcher == "composer" and launch.option("-n", "--nproc") is None and \
+        if device == "cpu" and launch.launcher == "composer" and launch.option("-n", *COMPOSER_NPROC) is None and \
+                "LOCAL_WORLD_SIZE" not in launch.env and \
                 not any(option.startswith("$") for option in launch.options):
             # "$@" or $EXTRA among the launcher's options may carry -n; after the script they go to the script
             yield "launch-default-processes", launch, ""
@@ -2320,8 +2482,9 @@ def composer_findings(module: Module, launches: list[Launch], device: str, sever
         yield from duration_findings(module, kw, "max_duration", train)
         head = {"load_ignore_keys" in kw, value("load_strict_model_weights") is False,
                 value("load_weights_only") is True}
-        if "load_path" in kw and (ignores_model_keys(module, kw.get("load_ignore_keys")) or
-                                  value("load_strict_model_weights") is False) and head != {True}:
+        unread = any(name in kw and value(name) is UNKNOWN for name in ("load_weights_only", "load_strict_model_weights"))
+        if "load_path" in kw and not unread and (ignores_model_keys(module, kw.get("load_ignore_keys")) or
+                                                 value("load_strict_model_weights") is False) and head != {True}:
             yield "changed-head-load", kw["load_path"][1], ""
         if value("autoresume") is True:
             run_name = value("run_name")
