@@ -24,6 +24,7 @@ SOURCE = REPO / "skill_common" / "trap_check.py"
 CHECKERS = {skill: SKILLS_DIR / skill / "scripts" / "trap_check.py" for skill in SKILLS}
 
 TC = import_script(CHECKERS["transformers-training"])  # the rule table and engine (the copies are equal)
+LAUNCH, COMPOSER = sys.modules["_trap_launch"], sys.modules["_trap_composer"]  # two of its modules, imported with it
 HEAVY = ("torch", "composer", "transformers", "datasets", "evaluate", "accelerate", "numpy")
 
 
@@ -1514,7 +1515,7 @@ def test_r7_01_max_steps_of_different_types_are_listed_not_a_crash():
 def test_r7_02_a_process_count_of_thousands_of_digits_is_many_processes_not_a_crash():
     """int() refuses strings of over 4,300 digits: such a count read 10**18 instead of raising ValueError."""
     huge = "9" * 5000
-    assert TC.count(huge) == 10 ** 18 and TC.count("0002") == 2 and TC.count("²") is None
+    assert LAUNCH.count(huge) == 10 ** 18 and LAUNCH.count("0002") == 2 and LAUNCH.count("²") is None
     assert rules_found(HF, {"run.sh": f"accelerate launch --cpu --num_processes {huge} train.py\n"}) == \
         {"accelerate-cpu-processes"}
     seqcls = "model = AutoModelForSequenceClassification.from_pretrained('m')\nTrainer(model=model, args=a)\n"
@@ -1689,8 +1690,8 @@ def test_r7_13_a_long_duration_string_is_read_in_linear_time(monkeypatch):
     """The time-string pattern backtracks (quadratic in the text: 3.2 s on this one): a long text never reaches it.
     Its work is counted as the characters handed to it."""
     handed = []
-    pattern = TC.TIME_STRING
-    monkeypatch.setattr(TC, "TIME_STRING", type("Counted", (), {"match": lambda self, text: handed.append(len(text))
+    pattern = COMPOSER.TIME_STRING
+    monkeypatch.setattr(COMPOSER, "TIME_STRING", type("Counted", (), {"match": lambda self, text: handed.append(len(text))
                                                                  or pattern.match(text)})())
     assert found(CP, {"t.py": f"Trainer(model=m, optimizers=o, max_duration='1{'e' * 20000}x')\n"}) == []
     assert found(CP, {"t.py": "Trainer(model=m, optimizers=o, max_duration='2iter')\n"}) != []
