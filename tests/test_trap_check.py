@@ -2389,3 +2389,11 @@ def test_pad_eos_is_not_a_trap_where_the_script_stops_on_its_own_end_marker():
     assert rules_found(HF, {"t.py": base}) == set()
     assert rules_found(HF, {"t.py": base + "text = prompt + tokenizer.eos_token\n"}) == {"pad-token-eos"}
     assert rules_found(HF, {"t.py": base.replace("tokenizer.add_special_tokens", "print")}) == {"pad-token-eos"}
+
+
+def test_a_builder_taken_from_a_data_files_suffix_is_local_files():
+    """run_*.py's `extension = train_file.split(".")[-1]` (then "txt" -> "text"): always a packaged builder."""
+    code = ("from datasets import load_dataset\nextension = args.train_file.split('.')[-1]\nif extension == 'txt':\n"
+            "    extension = 'text'\nload_dataset(extension, data_files={'train': args.train_file})\n")
+    assert rules_found(HF, {"t.py": code}) == {"load-dataset-online"}
+    assert rules_found(HF, {"t.py": code.replace("args.train_file.split('.')[-1]", "args.name")}) == set()

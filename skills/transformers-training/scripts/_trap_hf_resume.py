@@ -473,6 +473,14 @@ def offline_settings(module: Module) -> list[tuple[int, str, object]]:
     return found
 
 
+def file_suffix(node: ast.AST) -> bool:
+    """A builder name taken from a data file's suffix (`extension = train_file.split(".")[-1]`, Path(f).suffix):
+    always a packaged builder (json, csv, text), never a Hub dataset."""
+    return (isinstance(node, ast.Call) and called_name(node.func) in ("split", "rsplit") and
+            any(isinstance(argument, ast.Constant) and argument.value == "." for argument in node.args)) or (
+        isinstance(node, ast.Attribute) and node.attr == "suffix")
+
+
 def load_dataset_findings(module: Module, launches: list[Launch]):
     imports = [node.lineno for node in module.nodes if (isinstance(node, ast.Import) and any(
         alias.name.split(".")[0] == "datasets" for alias in node.names)) or (
@@ -499,7 +507,9 @@ def load_dataset_findings(module: Module, launches: list[Launch]):
         builder = module.const(call.args[0] if call.args else kw.get("path", (None,))[0])
         # a builder for local files, or a path; load_dataset("laion/OIG", data_files=...) picks files of a Hub
         # dataset (offline mode would break it), and a name not read here decides nothing
-        if builder in local_builders or (isinstance(builder, str) and builder.startswith((".", "/", "~"))):
+        if builder in local_builders or (isinstance(builder, str) and builder.startswith((".", "/", "~"))) or (
+                builder is UNKNOWN and "data_files" in kw and module.mentions(call.args[0] if call.args else None,
+                                                                              file_suffix)):
             yield "load-dataset-online", call.lineno, ""
 
 
