@@ -67,181 +67,14 @@ def assert_linear(skill: str, make, size: int, slack: float = 1.1) -> None:
 
 HF, CP = "transformers-training", "composer-training"
 ARGS = 'TrainingArguments(output_dir="o", {})'
-REMOVED_FIXED = {
-    "evaluation_strategy": 'eval_strategy="steps"', "no_cuda": "use_cpu=True", "overwrite_output_dir": "",
-    "logging_dir": "", "warmup_ratio": "warmup_steps=0.1", "group_by_length": 'train_sampling_strategy="group_by_length"',
-    "include_inputs_for_metrics": 'include_for_metrics=["inputs"]', "save_safetensors": "", "use_mps_device": "",
-    "push_to_hub_token": 'hub_token="x"'}
-CASES = {  # rule: (skill, tripping sources, fixed sources)
-    **{f"removed-{name}": (HF, {"t.py": ARGS.format(f"{name}=True")}, {"t.py": ARGS.format(fixed)})
-       for name, fixed in REMOVED_FIXED.items()},
-    "trainer-tokenizer": (HF, {"t.py": "Trainer(model=m, args=a, tokenizer=tok)"},
-                          {"t.py": "Trainer(model=m, args=a, processing_class=tok)"}),
-    "optim-adamw-hf": (HF, {"t.py": ARGS.format('optim="adamw_hf"')}, {"t.py": ARGS.format('optim="adamw_torch"')}),
-    "seqcls-loss-scaling": (HF, {"t.py": """
-        from transformers import AutoModelForSequenceClassification as Auto, TrainingArguments
-        model_class = Auto  # a variable that holds the class
-        model = model_class.from_pretrained("m", num_labels=3)
-        args = dict(output_dir="o", gradient_accumulation_steps=4)
-        TrainingArguments(**args)
-        """}, {"t.py": """
-        from transformers import AutoModelForSequenceClassification as Auto, TrainingArguments
-        model_class = Auto
-        model = model_class.from_pretrained("m", num_labels=3)
-        model.accepts_loss_kwargs = False
-        args = dict(output_dir="o", gradient_accumulation_steps=4)
-        TrainingArguments(**args)
-        """}),
-    "pad-token-eos": (HF, {"t.py": """
-        model = AutoModelForCausalLM.from_pretrained("m")
-        tokenizer.pad_token = tokenizer.eos_token
-        Trainer(model=model, data_collator=DataCollatorForLanguageModeling(tokenizer, mlm=False))
-        """}, {"t.py": """
-        model = AutoModelForCausalLM.from_pretrained("m")
-        tokenizer.add_special_tokens({"pad_token": "[PAD]"})
-        model.resize_token_embeddings(len(tokenizer))
-        """}),
-    "evaluate-hub-load": (HF, {"t.py": 'import evaluate\nname = "accuracy"\nmetric = evaluate.load(name)'},
-                          {"t.py": 'import evaluate\nmetric = evaluate.load("assets/accuracy_metric.py")'}),
-    "best-strategy-mismatch": (HF, {"t.py": ARGS.format(
-        'eval_strategy="epoch", save_strategy="steps", load_best_model_at_end=True, metric_for_best_model="f1"')},
-        {"t.py": ARGS.format('eval_strategy="epoch", save_strategy="epoch", load_best_model_at_end=True, '
-                             'metric_for_best_model="f1"')}),
-    "best-save-not-multiple": (HF, {"t.py": ARGS.format(
-        'eval_strategy="steps", eval_steps=3, save_steps=5, load_best_model_at_end=True, metric_for_best_model="f1"')},
-        {"t.py": ARGS.format('eval_strategy="steps", eval_steps=5, save_steps=5, load_best_model_at_end=True, '
-                             'metric_for_best_model="f1"')}),
-    "best-unsaved-eval": (HF, {"t.py": ARGS.format(
-        'eval_strategy="steps", eval_steps=2, save_steps=4, load_best_model_at_end=True, metric_for_best_model="f1"')},
-        {"t.py": ARGS.format('eval_strategy="steps", eval_steps=2, save_strategy="best", '
-                             'load_best_model_at_end=True, metric_for_best_model="f1"')}),
-    "best-default-metric": (HF, {"t.py": ARGS.format('eval_strategy="steps", eval_steps=2, save_steps=2, '
-                                                     'load_best_model_at_end=True') + "\nTrainer(compute_metrics=f)"},
-                            {"t.py": ARGS.format('eval_strategy="steps", eval_steps=2, save_steps=2, '
-                                                 'load_best_model_at_end=True, metric_for_best_model="eval_loss"')}),
-    "best-save-no-metric": (HF, {"t.py": ARGS.format('eval_strategy="steps", save_strategy="best"')},
-                            {"t.py": ARGS.format('eval_strategy="steps", save_strategy="best", '
-                                                 'metric_for_best_model="f1"')}),
-    "best-save-total-limit-1": (HF, {"t.py": ARGS.format(
-        'eval_strategy="epoch", save_strategy="epoch", load_best_model_at_end=True, metric_for_best_model="f1", '
-        'save_total_limit=1')}, {"t.py": ARGS.format(
-            'eval_strategy="epoch", save_strategy="epoch", load_best_model_at_end=True, metric_for_best_model="f1", '
-            'save_total_limit=2')}),
-    "token-collator-label": (HF, {"t.py": """
-        data = Dataset.from_dict({"tokens": [["a"]], "label": [[0]]})
-        collator = DataCollatorForTokenClassification(tokenizer)
-        """}, {"t.py": """
-        data = Dataset.from_dict({"tokens": [["a"]], "label": [[0]]}).rename_column("label", "labels")
-        collator = DataCollatorForTokenClassification(tokenizer)
-        """}),
-    "accelerate-cpu-processes": (HF, {"run.sh": "accelerate launch --cpu --num_processes 2 train.py\n"},
-                                 {"run.sh": "torchrun --nproc_per_node 2 train.py\n"}),
-    "resume-changed-max-steps": (HF, {"t.py": """
-        first = TrainingArguments(output_dir="o", max_steps=100)
-        longer = TrainingArguments(output_dir="o", max_steps=200)
-        Trainer(model=m, args=longer).train(resume_from_checkpoint=last)
-        """}, {"t.py": """
-        same = TrainingArguments(output_dir="o", max_steps=100)
-        Trainer(model=m, args=same).train(resume_from_checkpoint=last)
-        """}),
-    "perplexity-exp-eval-loss": (HF, {"t.py": """
-        import math
-        model = AutoModelForCausalLM.from_pretrained("m")
-        metrics = trainer.evaluate()
-        print({"perplexity": math.exp(metrics["eval_loss"])})
-        """}, {"t.py": """
-        import math
-        model = AutoModelForCausalLM.from_pretrained("m")
-        print({"perplexity": math.exp(nll / predicted_tokens)})
-        """}),
-    "load-dataset-online": (HF, {"t.py": """
-        from datasets import load_dataset
-        data = load_dataset("json", data_files="train.jsonl")
-        """}, {"t.py": """
-        import os
-        os.environ["HF_HUB_OFFLINE"] = "1"
-        from datasets import load_dataset
-        data = load_dataset("json", data_files="train.jsonl")
-        """}),
-    "resume-true-unconditional": (HF, {"t.py": "trainer.train(resume_from_checkpoint=True)"},
-                                  {"t.py": "trainer.train(resume_from_checkpoint=last_complete_checkpoint('o'))"}),
-    "resume-unchecked-checkpoint": (HF, {"t.py": """
-        from transformers.trainer_utils import get_last_checkpoint
-        trainer.train(resume_from_checkpoint=get_last_checkpoint("o"))
-        """}, {"t.py": """
-        from transformers.trainer_utils import get_last_checkpoint
-        last = get_last_checkpoint("o")
-        if last and not os.path.exists(os.path.join(last, "trainer_state.json")):
-            last = None
-        trainer.train(resume_from_checkpoint=last)
-        """}),
-    "generate-max-length": (HF, {"t.py": 'Seq2SeqTrainingArguments(output_dir="o", predict_with_generate=True)'},
-                            {"t.py": 'Seq2SeqTrainingArguments(output_dir="o", predict_with_generate=True, '
-                                     'generation_max_length=8)'}),
-    "seq2seq-plain-trainer": (HF, {"t.py": """
-        from transformers import AutoModelForSeq2SeqLM, Trainer
-        model = AutoModelForSeq2SeqLM.from_pretrained("m")
-        Trainer(model=model, args=a).predict(data)
-        """}, {"t.py": """
-        from transformers import AutoModelForSeq2SeqLM, Seq2SeqTrainer
-        model = AutoModelForSeq2SeqLM.from_pretrained("m")
-        Seq2SeqTrainer(model=model, args=a).predict(data)
-        """}),
-    "positional-trainer": (CP, {"t.py": "from composer import Trainer\nTrainer(model, optimizers=opt, max_duration='1ep')"},
-                           {"t.py": "from composer import Trainer\nTrainer(model=model, optimizers=opt, max_duration='1ep')"}),
-    "duration-unit": (CP, {"t.py": "Trainer(model=m, optimizers=o, max_duration='2iter')\n"
-                                   "Trainer(model=m, optimizers=o, max_duration='0.5dur')\n"
-                                   "Trainer(model=m, optimizers=o, max_duration='1h30m')"},
-                      {"t.py": "Trainer(model=m, optimizers=o, max_duration='2ep')"}),
-    "tok-uncounted": (CP, {"t.py": "Trainer(model=m, optimizers=o, train_dataloader=loader, max_duration='1000tok')"},
-                      {"t.py": "spec = DataSpec(loader, get_num_tokens_in_batch=count)\n"
-                               "Trainer(model=m, optimizers=o, train_dataloader=spec, max_duration='1000tok')"}),
-    "changed-head-load": (CP, {"t.py": "Trainer(model=m, optimizers=o, load_path='p.pt', load_strict_model_weights=False,"
-                                       " load_ignore_keys=['state/model/head*'])"},
-                          {"t.py": "Trainer(model=m, optimizers=o, load_path='p.pt', load_weights_only=True, "
-                                   "load_strict_model_weights=False, load_ignore_keys=['state/model/head*'])"}),
-    "autoresume-no-run-name": (CP, {"t.py": "Trainer(model=m, optimizers=o, autoresume=True, save_folder='ck')"},
-                               {"t.py": "Trainer(model=m, optimizers=o, autoresume=True, run_name='job', "
-                                        "save_folder='ck/{run_name}')"}),
-    "autoresume-shared-folder": (CP, {"t.py": "Trainer(model=m, optimizers=o, autoresume=True, run_name=args.job, "
-                                              "save_folder=str(args.out))"},
-                                 {"t.py": "folder = str(args.out / '{run_name}')\nTrainer(model=m, optimizers=o, "
-                                          "autoresume=True, run_name=args.job, save_folder=folder)"}),
-    "save-overwrite": (CP, {"t.py": "Trainer(model=m, optimizers=o, autoresume=True, run_name='j', save_folder='c', "
-                                    "save_overwrite=True)"},
-                       {"t.py": "Trainer(model=m, optimizers=o, autoresume=True, run_name='j', save_folder='c')"}),
-    "gpu-only-setting-on-cpu": (CP, {"t.py": "Trainer(model=m, optimizers=o, device='cpu', precision='amp_bf16', "
-                                             "device_train_microbatch_size='auto')"},
-                                {"t.py": "Trainer(model=m, optimizers=o, device='cpu', precision='fp32', "
-                                         "device_train_microbatch_size=2)"}),
-    "no-optimizer": (CP, {"t.py": "Trainer(model=m, train_dataloader=loader, max_duration='2ba')"},
-                     {"t.py": "Trainer(model=m, train_dataloader=loader, max_duration='2ba', optimizers=opt)"}),
-    "shuffle-resume": (CP, {"t.py": "loader = DataLoader(data, batch_size=4, shuffle=True)\nTrainer(model=m, "
-                                    "optimizers=o, train_dataloader=loader, autoresume=True, run_name='j')"},
-                       {"t.py": "loader = DataLoader(data, batch_size=4, sampler=dist.get_sampler(data, shuffle=True))"
-                                "\nTrainer(model=m, optimizers=o, train_dataloader=loader, autoresume=True, "
-                                "run_name='j')"}),
-    "launch-default-processes": (CP, {"run.sh": "composer train.py --epochs 2\n"},
-                                 {"run.sh": "composer -n 2 train.py --epochs 2\n"}),
-    "loader-without-sampler": (CP, {"t.py": "LAUNCH = ['composer', '-n', '2', 'train.py']\nloader = DataLoader(data, "
-                                            "batch_size=4)\nTrainer(model=m, optimizers=o, train_dataloader=loader)"},
-                               {"t.py": "LAUNCH = ['composer', '-n', '2', 'train.py']\nloader = DataLoader(data, "
-                                        "batch_size=4, sampler=dist.get_sampler(data))\nTrainer(model=m, optimizers=o, "
-                                        "train_dataloader=loader)"}),
-    "eval-without-metrics": (CP, {"t.py": "model = Net()\nTrainer(model=model, optimizers=o, "
-                                          "eval_dataloader=Evaluator(label='val', dataloader=loader))"},
-                             {"t.py": "class Scored(Net):\n    def get_metrics(self, is_train=False):\n        return {}\n"
-                                      "model = Scored()\nTrainer(model=model, optimizers=o, "
-                                      "eval_dataloader=Evaluator(label='val', dataloader=loader))"}),
-}
+# rule: (skill, tripping sources, fixed sources): each rule's examples, kept next to it in the rule table
+CASES = {rule.id: (rule.skill, rule.trips, rule.clean) for rule in TC.RULES}
 
 
-def test_every_rule_has_a_case_and_ids_are_unique():
+def test_every_rule_has_examples_and_ids_are_unique():
     ids = [rule.id for rule in TC.RULES]
     assert len(ids) == len(set(ids))
-    assert set(CASES) == set(ids), f"rules without a case: {set(ids) - set(CASES)}; cases without a rule: " \
-                                   f"{set(CASES) - set(ids)}"
-    assert all(CASES[rule.id][0] == rule.skill for rule in TC.RULES)
+    assert not [rule.id for rule in TC.RULES if not rule.trips or not rule.clean], "a rule without its examples"
 
 
 @pytest.mark.parametrize("rule", sorted(CASES))
@@ -336,7 +169,8 @@ def skill_sources(skill: str) -> list[pytest.param]:
         notebook = "".join(block.source for block in code if block.language == "python")  # they run as one
         params.append(pytest.param(skill, {f"{document.name}.py": notebook}, id=f"{skill}/{document.name}:all"))
     for script in sorted((SKILLS_DIR / skill / "scripts").glob("*.py")):
-        params.append(pytest.param(skill, {str(script): script.read_text()}, id=f"{skill}/scripts/{script.name}"))
+        if script.name != "_trap_rules.py":  # the rule table: each rule's tripping example trips it by design
+            params.append(pytest.param(skill, {str(script): script.read_text()}, id=f"{skill}/scripts/{script.name}"))
     return params
 
 
