@@ -190,7 +190,7 @@ RULES = [
          "process.", "torchrun --nproc_per_node N (gloo on CPU), or drop --cpu on GPUs",
          "references/distributed-training.md#the---cpu-trap",
          why='silently runs one process instead of N',
-         trips={"run.sh": "accelerate launch --cpu --num_processes 2 train.py\n"},
+         trips={"run.sh": "accelerate launch --cpu --num_processes 2 train.py\n"},  # trap-check: ignore[TF023] (an example)
          clean={"run.sh": "torchrun --nproc_per_node 2 train.py\n"}),
     Rule("TF024", "resume-changed-max-steps", TF, ERROR,
          "resuming with another max_steps: the first resumed step runs at the old "
@@ -380,7 +380,7 @@ RULES = [
          "composer without -n starts one process per GPU: one on a machine without "
          "GPUs.", "composer -n <processes> train.py", "references/distributed.md#run-it-with-2-ranks-on-cpu",
          why='depends on the machine it runs on: right on a GPU node, one process on a CPU one',
-         trips={"run.sh": "composer train.py --epochs 2\n"},
+         trips={"run.sh": "composer train.py --epochs 2\n"},  # trap-check: ignore[CP011] (an example)
          clean={"run.sh": "composer -n 2 train.py --epochs 2\n"}),
     Rule("CP012", "loader-without-sampler", CP, ERROR,
          "a train DataLoader without a distributed sampler under a multi-process launch: "

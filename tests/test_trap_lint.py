@@ -174,3 +174,12 @@ def test_the_pre_commit_hooks_are_valid_and_their_entries_run(tmp_path):
         for name, expected in (("bad.py", 1), ("good.py", 0)):
             result = subprocess.run([str(entry), name], cwd=tmp_path, capture_output=True, text=True, timeout=60)
             assert result.returncode == expected, (hook["id"], name, result.stderr)
+
+
+@pytest.mark.parametrize("skill", [HF, CP])
+def test_the_skills_own_scripts_folder_is_clean_under_strict_rule_table_included(skill, capsys, monkeypatch):
+    """The rule table's examples written as launch strings trip their rules by design; they carry inline ignores, so
+    `trap_check.py scripts` (the canonical run, and a pre-commit hook over a project that vendors the skill) passes."""
+    monkeypatch.chdir(SKILLS_DIR / skill)
+    code, _, err = lint(skill, ["scripts", "--strict"], capsys)
+    assert code == 0 and "[FAIL]" not in err and "[warn]" not in err and "clean@scripts/_trap_rules.py" in err, err
