@@ -2231,3 +2231,18 @@ def test_a_builder_taken_from_a_data_files_suffix_is_local_files():
             "    extension = 'text'\nload_dataset(extension, data_files={'train': args.train_file})\n")
     assert rules_found(HF, {"t.py": code}) == {"load-dataset-online"}
     assert rules_found(HF, {"t.py": code.replace("args.train_file.split('.')[-1]", "args.name")}) == set()
+
+
+def test_an_argparse_default_read_through_a_parse_args_helper():
+    """`def parse_args(): ...; return parser.parse_args()` and `args = parse_args()`: a plain `python train.py` runs
+    with the defaults (the corpus plants T13 and T20)."""
+    code = ("import argparse\nfrom transformers import AutoModelForSequenceClassification, TrainingArguments\n"
+            "def parse_args():\n    parser = argparse.ArgumentParser()\n"
+            "    parser.add_argument('--gradient_accumulation_steps', type=int, default={})\n"
+            "    parser.add_argument('--save_strategy', type=str, default='{}')\n    return parser.parse_args()\n"
+            "args = parse_args()\nmodel = AutoModelForSequenceClassification.from_pretrained('m')\n"
+            "TrainingArguments(output_dir='o', eval_strategy='steps', save_strategy=args.save_strategy, "
+            "gradient_accumulation_steps=args.gradient_accumulation_steps)\n")
+    assert rules_found(HF, {"t.py": code.replace("{}", "4", 1).replace("{}", "best")}) == {
+        "seqcls-loss-scaling", "best-save-no-metric"}
+    assert rules_found(HF, {"t.py": code.replace("{}", "1", 1).replace("{}", "steps")}) == set()

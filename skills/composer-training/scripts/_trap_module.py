@@ -307,6 +307,9 @@ class Module:
         if (name, attribute) in self._attribute_stores:
             return UNKNOWN
         function = holder.func
+        returned = self.returned(holder) if isinstance(function, ast.Name) and depth < 8 else None
+        if returned and len(returned) == 1 and returned[0][0] is self and isinstance(returned[0][1], ast.Call):
+            return self.field_default(returned[0][1], name, attribute, depth + 1)  # args = parse_args(): a helper's
         if isinstance(function, ast.Attribute) and function.attr == "parse_args" and not holder.args and \
                 not holder.keywords and isinstance(function.value, ast.Name):
             if self._arguments is None:  # (parser, dest) -> the add_argument calls: read once per module
