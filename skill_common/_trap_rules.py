@@ -49,6 +49,14 @@ REMOVED_ARGUMENTS = [
     ("use_mps_device", "removed in 5.x with no replacement: TrainingArguments raises TypeError", "drop it"),
     ("push_to_hub_token", "removed in 5.x: TrainingArguments raises TypeError", "hub_token="),
 ]
+# Arguments of 4.x TrainingArguments that 5.x no longer has (checked against the installed 5.x signature by
+# tests/test_trap_lint.py), each with its replacement where there is one: one rule for the long tail
+LEGACY_ARGUMENTS = {
+    "per_gpu_train_batch_size": "per_device_train_batch_size", "per_gpu_eval_batch_size": "per_device_eval_batch_size",
+    "use_auth_token": "hub_token", "push_to_hub_model_id": "hub_model_id", "tpu_num_cores": None,
+    "fp16_backend": None, "half_precision_backend": None, "sharded_ddp": "fsdp", "torchdynamo": "torch_compile_backend",
+    "include_tokens_per_second": None, "mp_parameters": None, "jit_mode_eval": None, "use_ipex": None,
+    "ray_scope": None, "dispatch_batches": None, "split_batches": None, "past_index": None}
 ARGS = 'TrainingArguments(output_dir="o", {})'  # an example's arguments
 REMOVED_CLEAN = {  # each removed argument's example, fixed
     "evaluation_strategy": 'eval_strategy="steps"', "no_cuda": "use_cpu=True", "overwrite_output_dir": "",
@@ -61,6 +69,13 @@ RULES = [
            why="raises TypeError on 5.x", trips={"t.py": ARGS.format(f"{name}=True")},
            clean={"t.py": ARGS.format(REMOVED_CLEAN[name])})
       for index, (name, what, fix) in enumerate(REMOVED_ARGUMENTS, 1)),
+    Rule("TF031", "removed-legacy-argument", TF, ERROR,
+         "an argument 5.x TrainingArguments no longer has (the note names it): TrainingArguments raises TypeError "
+         "(given as a flag to an HfArgumentParser script, the parser refuses it).",
+         "drop it, or use its replacement (per_gpu_*: per_device_*, use_auth_token: hub_token, sharded_ddp: fsdp)",
+         TABLE, why="raises TypeError on 5.x",
+         trips={"t.py": ARGS.format("per_gpu_train_batch_size=8")},
+         clean={"t.py": ARGS.format("per_device_train_batch_size=8")}),
     Rule("TF011", "trainer-tokenizer", TF, ERROR,
          "Trainer(tokenizer=...) was removed in 5.x: Trainer raises TypeError.",
          "Trainer(processing_class=tokenizer)", TABLE,

@@ -31,6 +31,7 @@ CODES = {
     "TF022": "token-collator-label", "TF023": "accelerate-cpu-processes", "TF024": "resume-changed-max-steps",
     "TF025": "perplexity-exp-eval-loss", "TF026": "load-dataset-online", "TF027": "resume-true-unconditional",
     "TF028": "resume-unchecked-checkpoint", "TF029": "generate-max-length", "TF030": "seq2seq-plain-trainer",
+    "TF031": "removed-legacy-argument",
     "CP001": "positional-trainer", "CP002": "duration-unit", "CP003": "tok-uncounted", "CP004": "changed-head-load",
     "CP005": "autoresume-no-run-name", "CP006": "autoresume-shared-folder", "CP007": "save-overwrite",
     "CP008": "gpu-only-setting-on-cpu", "CP009": "no-optimizer", "CP010": "shuffle-resume",
@@ -183,3 +184,25 @@ def test_the_skills_own_scripts_folder_is_clean_under_strict_rule_table_included
     monkeypatch.chdir(SKILLS_DIR / skill)
     code, _, err = lint(skill, ["scripts", "--strict"], capsys)
     assert code == 0 and "[FAIL]" not in err and "[warn]" not in err and "clean@scripts/_trap_rules.py" in err, err
+
+
+def test_the_legacy_arguments_are_not_arguments_of_the_installed_training_arguments(tmp_path):
+    """removed-legacy-argument's list holds only names the installed TrainingArguments refuses, each named in a
+    finding from a call and from an HfArgumentParser flag (a run in a subprocess: transformers is not imported here)."""
+    import sys
+    from support.harness import run_python
+
+    legacy = sorted(sys.modules["_trap_rules"].LEGACY_ARGUMENTS)
+    probe = ("import inspect, sys; from transformers import TrainingArguments; "
+             "print(sorted(set(sys.argv[1:]) & set(inspect.signature(TrainingArguments).parameters)))")
+    result = run_python(["-c", probe, *legacy], tmp_path, timeout=300)
+    assert result.returncode == 0 and result.stdout.strip() == "[]", (result.stdout, result.stderr[-2000:])
+    checker = CHECKERS[HF]
+    calls = {"t.py": "TrainingArguments(output_dir='o',\n" + ",\n".join(f"{name}=1" for name in legacy) + ")"}  # a line each
+    findings, _ = checker.check_sources(calls, HF, "cpu")
+    assert [(f.rule, f.note) for f in findings] == [("removed-legacy-argument", f"{name}=") for name in legacy]
+    launch = {"train.py": "from transformers import HfArgumentParser\n",
+              "run.sh": "python train.py --per_gpu_train_batch_size 3\npython train.py --sharded_ddp zero_dp_2\n"}
+    findings, _ = checker.check_sources(launch, HF, "cpu")
+    assert {f.note for f in findings} == {"--per_gpu_train_batch_size on the command line",
+                                          "--sharded_ddp on the command line"}

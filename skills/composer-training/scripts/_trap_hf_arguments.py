@@ -9,7 +9,7 @@ from pathlib import Path
 
 from _trap_launch import UNKNOWN, Launch, count
 from _trap_module import Module, at, called_name, is_true, line_of, own_nodes
-from _trap_rules import REMOVED_ARGUMENTS
+from _trap_rules import LEGACY_ARGUMENTS, REMOVED_ARGUMENTS
 
 
 ARGUMENT_CLASSES = ("TrainingArguments", "Seq2SeqTrainingArguments")
@@ -151,6 +151,8 @@ def argument_findings(module: Module, training: list):
         for name, _what, _fix in REMOVED_ARGUMENTS:
             if name in kw:
                 yield f"removed-{name}", kw[name][1], ""
+        for name in sorted(LEGACY_ARGUMENTS.keys() & kw.keys()):
+            yield "removed-legacy-argument", kw[name][1], f"{name}="
         if module.const(kw.get("optim", (None,))[0]) == "adamw_hf":
             yield "optim-adamw-hf", kw["optim"][1], ""
         yield from best_model_findings(module, call, kw, complete)

@@ -12,7 +12,7 @@ from _trap_hf_arguments import (argument_defaults, argument_findings, causal_lm_
                                 training_arguments)
 from _trap_launch import COUNTS, FALSE_VALUES, SETTINGS, UNKNOWN, Launch, offline_value
 from _trap_module import CAUSAL_LM, MASKED_LM, SEQ2SEQ, Module, at, called_name, is_true
-from _trap_rules import REMOVED_ARGUMENTS
+from _trap_rules import LEGACY_ARGUMENTS, REMOVED_ARGUMENTS
 
 
 def imported_findings(module: Module):
@@ -38,6 +38,9 @@ def transformers_findings(module: Module, launches: list[Launch]):
         for name, _what, _fix in REMOVED_ARGUMENTS:
             if launch.flag(name) is not None and hf_flags(launch, name):
                 yield f"removed-{name}", launch, f"--{name} on the command line"
+        for name in LEGACY_ARGUMENTS:
+            if launch.flag(name) is not None and hf_flags(launch, name):
+                yield "removed-legacy-argument", launch, f"--{name} on the command line"
         if launch.flag("optim") == "adamw_hf" and hf_flags(launch, "optim"):
             yield "optim-adamw-hf", launch, "--optim adamw_hf on the command line"
     for call in trainer_calls(module):
