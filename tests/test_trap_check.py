@@ -2246,3 +2246,17 @@ def test_an_argparse_default_read_through_a_parse_args_helper():
     assert rules_found(HF, {"t.py": code.replace("{}", "4", 1).replace("{}", "best")}) == {
         "seqcls-loss-scaling", "best-save-no-metric"}
     assert rules_found(HF, {"t.py": code.replace("{}", "1", 1).replace("{}", "steps")}) == set()
+
+
+def test_best_model_settings_given_as_launch_flags(tmp_path):
+    """`--eval_strategy epoch --save_strategy steps --load_best_model_at_end True` to an HfArgumentParser script
+    raises as the same keywords would (corpus plant T16); not where the script is not read or sets them itself."""
+    script = "from transformers import HfArgumentParser, TrainingArguments\n" \
+             "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"
+    launch = "python train.py --output_dir o --eval_strategy epoch --save_strategy {} --load_best_model_at_end True\n"
+    files = {"train.py": script, "run.sh": launch.format("steps")}
+    assert project_found(HF, tmp_path / "mismatch", files) == {("best-strategy-mismatch", "run.sh")}
+    assert project_found(HF, tmp_path / "same", {**files, "run.sh": launch.format("epoch")}) == set()
+    sets_it = {"train.py": script + "args.save_strategy = 'epoch'\n", "run.sh": launch.format("steps")}
+    assert project_found(HF, tmp_path / "set", sets_it) == set()
+    assert project_found(HF, tmp_path / "alone", {"run.sh": launch.format("steps")}) == set()

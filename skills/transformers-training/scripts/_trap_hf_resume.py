@@ -7,10 +7,11 @@ import ast
 import math
 import re
 
-from _trap_hf_arguments import (argument_defaults, argument_findings, causal_lm_findings, evaluate_findings, hf_flags,
-                                library_trainer, sequence_classification_findings, token_label_findings, trainer_calls,
+from _trap_hf_arguments import (HF_PARSERS, argument_defaults, argument_findings, best_model_findings,
+                                causal_lm_findings, evaluate_findings, hf_flags, library_trainer,
+                                sequence_classification_findings, token_label_findings, trainer_calls,
                                 training_arguments)
-from _trap_launch import COUNTS, FALSE_VALUES, SETTINGS, UNKNOWN, Launch, offline_value
+from _trap_launch import COUNTS, FALSE_VALUES, SETTINGS, UNKNOWN, Launch, count, offline_value
 from _trap_module import CAUSAL_LM, MASKED_LM, SEQ2SEQ, Module, at, called_name, is_true
 from _trap_rules import LEGACY_ARGUMENTS, REMOVED_ARGUMENTS
 
@@ -23,6 +24,30 @@ def imported_findings(module: Module):
         if part.found_nearby:
             for rule, line, note in [*argument_findings(part, training_arguments(part)), *evaluate_findings(part)]:
                 yield rule, at(module, part, line), note
+
+
+BEST_FLAGS = ("eval_strategy", "save_strategy", "load_best_model_at_end", "eval_steps", "save_steps", "logging_steps",
+              "metric_for_best_model", "save_total_limit")
+
+
+def launched_best_settings(launch: Launch) -> tuple[dict, bool]:
+    """The best-model settings a launch gives an HfArgumentParser script as flags (`--eval_strategy epoch
+    --save_strategy steps --load_best_model_at_end True`), read as HfArgumentParser reads them; none where the
+    script is not read here, parses its flags another way, or sets one of them in its code. Only the flags given
+    are known (complete is False): a default the script's own dataclass changes is not guessed."""
+    runs = launch.runs if isinstance(launch.runs, Module) else None
+    if runs is None or not HF_PARSERS & runs.project_names or any(
+            isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and node.attr in BEST_FLAGS
+            for part in runs.project for node in part.nodes):
+        return {}, False
+    kw = {}
+    for name in BEST_FLAGS:
+        given = launch.flag(name)
+        if given is None or "$" in given:
+            continue
+        value = {"true": True, "false": False}.get(given.lower(), count(given) if count(given) is not None else given)
+        kw[name] = (ast.Constant(value), launch)
+    return kw, False
 
 
 def transformers_findings(module: Module, launches: list[Launch]):
@@ -43,6 +68,8 @@ def transformers_findings(module: Module, launches: list[Launch]):
                 yield "removed-legacy-argument", launch, f"--{name} on the command line"
         if launch.flag("optim") == "adamw_hf" and hf_flags(launch, "optim"):
             yield "optim-adamw-hf", launch, "--optim adamw_hf on the command line"
+        for rule, _where, note in best_model_findings(module, None, *launched_best_settings(launch)):
+            yield rule, launch, f"{note}{'; ' if note else ''}from the command line"
     for call in trainer_calls(module):
         kw, _ = module.kwargs(call)
         if "tokenizer" in kw and library_trainer(module, call):
