@@ -373,7 +373,8 @@ def composer_findings(module: Module, launches: list[Launch], device: str, sever
             yield "gpu-only-setting-on-cpu", kw["precision"][1], f"precision={precision!r}"
         if on_cpu and value("device_train_microbatch_size") == "auto":
             yield "gpu-only-setting-on-cpu", kw["device_train_microbatch_size"][1], 'device_train_microbatch_size="auto"'
-        if complete and "optimizers" not in kw and ("train_dataloader" in kw or "max_duration" in kw):
+        no_optimizer = "optimizers" not in kw or value("optimizers") is None  # optimizers=None written out
+        if complete and no_optimizer and ("train_dataloader" in kw or "max_duration" in kw):
             yield "no-optimizer", call.lineno, ""
         resumes = value("autoresume") is True or ("load_path" in kw and value("load_path") is not None
                                                   and value("load_weights_only") is not True)

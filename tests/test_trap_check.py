@@ -2260,3 +2260,9 @@ def test_best_model_settings_given_as_launch_flags(tmp_path):
     sets_it = {"train.py": script + "args.save_strategy = 'epoch'\n", "run.sh": launch.format("steps")}
     assert project_found(HF, tmp_path / "set", sets_it) == set()
     assert project_found(HF, tmp_path / "alone", {"run.sh": launch.format("steps")}) == set()
+
+
+def test_optimizers_none_written_out_is_no_optimizer():
+    code = "from composer import Trainer\nTrainer(model=m, train_dataloader=loader, max_duration='2ba', optimizers={})\n"
+    assert rules_found(CP, {"t.py": code.format("None")}) == {"no-optimizer"}
+    assert rules_found(CP, {"t.py": code.format("opt")}) == set()
