@@ -27,10 +27,12 @@ test: .venv/.installed
 test-latest: .venv-latest/.installed
 	.venv-latest/bin/python -m pytest -n 2 -m "not composer" $(PYTEST_ARGS)
 
-## bench: each train_smoke's wall time over its library's bare import, median of 3; times are reported, never
-## judged (only a failing script fails it), and no test asserts on a time: timings belong here
+## bench: each train_smoke's wall time over its library's bare import, median of 3, and the trap checker's time on
+## 5 MB generated files; times are reported, never judged (only a failing script fails it), and no test asserts on a
+## time: timings belong here
 bench: .venv/.installed
 	.venv/bin/python scripts/smoke_runner.py --script train_smoke --device cpu --repeat 3
+	-.venv/bin/python scripts/bench_trap_check.py
 
 ## mutation-drill: break the bundle on purpose, one realistic bug of tests/mutations.toml at a time in a copy of the
 ## tree (every skill's copy of a shared file in turn), run the tests listed for it and report each bug as caught or

@@ -39,8 +39,14 @@ names = st.text(st.sampled_from("aZ09 _-.éü😀漢"), min_size=1, max_size=12)
 def fuzzed(request, script_worker, tmp_path_factory):
     """The script, its skill's worker, the options its parser declares, and a counter of examples."""
     worker = script_worker(request.param)
-    return SimpleNamespace(script=request.param, worker=worker, options=worker.options(request.param), examples=0,
+    options = [option for option in worker.options(request.param) if option["flags"][0] not in LISTING_FLAGS]
+    return SimpleNamespace(script=request.param, worker=worker, options=options, examples=0,
                            tmp=tmp_path_factory.mktemp(f"fuzz-{request.param.stem}"))
+
+
+# Flags that, like --help, print a listing and exit 0 whatever else is given (trap_check.py --list-rules needs no
+# files): beside a hostile value they still succeed, so they are not drawn
+LISTING_FLAGS = {"--list-rules"}
 
 
 @st.composite

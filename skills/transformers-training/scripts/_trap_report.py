@@ -1,0 +1,87 @@
+"""How trap_check.py reports what it found, as linters do: which rules run (--select / --ignore, codes or names),
+inline suppression (`# trap-check: ignore[name-or-code]`), severity (an error fails the run; a warning fails it only
+under --strict), --list-rules, and the output formats (text lines on stderr, GitHub workflow annotations on stdout,
+the contract's --json with each finding's code and severity). A module of trap_check.py, synced like it.
+"""
+
+import re
+
+from _trap_rules import ERROR, RULES, Rule
+from smoke_contract import EXIT_USAGE, SmokeError, log
+
+# `# trap-check: ignore[pad-token-eos, CP009]` on the finding's line, or alone on the line above it (Python or shell)
+SUPPRESSION = re.compile(r"#\s*trap-check:\s*ignore\[([^\]]*)\]")
+CODE_PREFIX = re.compile(r"^[A-Z]{2}\d{0,3}$")  # TF, CP0, TF01: every code that starts so
+
+
+def chosen_rules(skill: str, select: list[str] | None, ignore: list[str] | None) -> dict[str, Rule]:
+    """name -> rule for the rules of ``skill`` that run: those --select names (all when it is not given) less those
+    --ignore names. A word that names no rule of either skill is a usage error: a typo must not switch a rule off."""
+    def named(words: list[str] | None, default: set[str]) -> set[str]:
+        if words is None:
+            return default
+        chosen, unknown = set(), []
+        for word in (part.strip() for text in words for part in text.split(",") if part.strip()):
+            matched = {rule.id for rule in RULES if word in (rule.id, rule.code)
+                       or (CODE_PREFIX.match(word) and rule.code.startswith(word))}
+            chosen |= matched
+            if not matched:
+                unknown.append(word)
+        if unknown:
+            raise SmokeError(f"no rule is named {', '.join(map(repr, unknown))}: give codes or names from "
+                             "--list-rules (a code prefix such as TF or CP0 selects every code it starts)", EXIT_USAGE)
+        return chosen
+
+    everything = {rule.id for rule in RULES}
+    kept = named(select, everything) - named(ignore, set())
+    return {rule.id: rule for rule in RULES if rule.skill == skill and rule.id in kept}
+
+
+def suppressed(rule: Rule, lines: list[str], line: int) -> bool:
+    """Whether ``# trap-check: ignore[...]`` naming the rule (code or name) sits on line ``line`` (1-based) or alone
+    on the line above it: a comment trailing the statement above suppresses nothing here."""
+    places = [lines[line - 1]] if 0 < line <= len(lines) else []
+    if 1 < line <= len(lines) + 1 and lines[line - 2].lstrip().startswith("#"):
+        places.append(lines[line - 2])
+    for text in places:
+        for match in SUPPRESSION.finditer(text):
+            if {word.strip() for word in match[1].split(",")} & {rule.id, rule.code}:
+                return True
+    return False
+
+
+def fails(rule: Rule, strict: bool) -> bool:
+    return rule.severity == ERROR or strict
+
+
+def record(run, name: str, rule: Rule, detail: str, strict: bool) -> None:
+    """One finding as a check: failed for an error (or any finding under --strict), logged as [warn] and passed for a
+    warning, so the contract's exit code is 1 only for what fails; --json carries its code and severity."""
+    if fails(rule, strict):
+        run.check(name, False, detail)
+    else:
+        run.checks.append({"name": name, "ok": True, "detail": detail, "actual": None, "expected": None})
+        log(f"[warn] {name}: {detail}")
+    run.checks[-1].update(code=rule.code, severity=rule.severity)
+
+
+def annotation(rule: Rule, path: str, line: int, message: str, strict: bool) -> str:
+    """A GitHub Actions workflow command: the finding shows on the pull request's diff at that line."""
+    def escaped(text: str, properties: bool = False) -> str:
+        text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        return text.replace(":", "%3A").replace(",", "%2C") if properties else text
+
+    level = "error" if fails(rule, strict) else "warning"
+    return f"::{level} file={escaped(path, True)},line={line},title={escaped(f'{rule.code} {rule.id}', True)}::" \
+        f"{escaped(message)}"
+
+
+def rule_table(skill: str) -> list[dict]:
+    return [{"code": rule.code, "name": rule.id, "severity": rule.severity, "what": rule.what, "see": rule.see,
+             "why": rule.why} for rule in RULES if rule.skill == skill]
+
+
+def rule_lines(skill: str) -> list[str]:
+    """--list-rules as text, a line per rule: code, name, severity, what goes wrong and the section to read."""
+    return [f"{rule.code}  {rule.id:<30} {rule.severity:<8} {rule.what} See: {rule.see}"
+            for rule in RULES if rule.skill == skill]
