@@ -57,6 +57,7 @@ from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 sys.dont_write_bytecode = True  # importing the contract must not write __pycache__ into the skill folder
+import _trap_fix  # noqa: E402
 import smoke_contract  # noqa: E402
 from smoke_contract import EXIT_USAGE, SmokeError, build_parser, run_main  # noqa: E402
 
@@ -2874,6 +2875,9 @@ def check_paths(run) -> None:
     if not run.args.paths:
         raise SmokeError("give the Python files, shell scripts or folders to check (see --help)", EXIT_USAGE)
     sources, unreadable = {}, []
+    if run.args.fix or run.args.diff:  # the exact 5.x rewrites (_trap_fix), then the check of what is left
+        unreadable += _trap_fix.fix_paths(input_files(run.args.paths), skill, run.args.diff and (
+            sys.stderr if run.args.json else sys.stdout) or None, shown)
     for path in input_files(run.args.paths, unreadable):
         try:
             sources[str(path)] = read(path)
@@ -2926,6 +2930,7 @@ def make_parser():
                                           "runs on, which this machine need not have") + "\n\n" + "\n".join(
         textwrap.wrap(EXIT_2_OVER_1, 110))
     parser.add_argument("paths", nargs="*", metavar="PATH", help="Python files, shell scripts or folders to read")
+    _trap_fix.add_arguments(parser)
     return parser
 
 
