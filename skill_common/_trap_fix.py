@@ -220,9 +220,10 @@ class PythonFile:
                 return None
         return entries if built == 1 else None
 
-    def uses_hf_parser(self) -> bool:
-        return "HfArgumentParser" in self.imported.values() or any(
-            isinstance(node, ast.Attribute) and node.attr == "HfArgumentParser" for node in ast.walk(self.tree))
+    def uses(self, names: set[str]) -> bool:
+        """Whether the file names one of these transformers classes (imported, or as transformers.X)."""
+        return any(self.library_class(node) in names for node in ast.walk(self.tree)
+                   if isinstance(node, (ast.Name, ast.Attribute)))
 
     def declared_flags(self) -> set[str]:
         """Old names the file declares itself (a dataclass field, an add_argument flag): those flags are its own."""
@@ -237,7 +238,7 @@ class PythonFile:
     def argv_edits(self, call: ast.Call) -> list[Edit]:
         """An argv list given to parse_args_into_dataclasses here, or a launch list naming a script that parses
         TrainingArguments (subprocess.run([sys.executable, "train.py", "--evaluation_strategy", "steps"]))."""
-        if getattr(call.func, "attr", "") == "parse_args_into_dataclasses" and self.uses_hf_parser():
+        if getattr(call.func, "attr", "") == "parse_args_into_dataclasses" and self.uses({"HfArgumentParser"}):
             given = call.args[:1] + [keyword.value for keyword in call.keywords if keyword.arg == "args"]
             if given and isinstance(given[0], (ast.List, ast.Tuple)):
                 return list_edits(self.source, given[0], set(RENAMES) - self.declared_flags())
@@ -256,7 +257,7 @@ class PythonFile:
 
     def sys_argv_edits(self) -> list[Edit]:
         """sys.argv = [...] (or +=) in a module that parses TrainingArguments with HfArgumentParser."""
-        if not self.uses_hf_parser():
+        if not self.uses({"HfArgumentParser"}):
             return []
         edits = []
         for node in ast.walk(self.tree):
@@ -278,8 +279,7 @@ def hf_script_flags(path: Path) -> set[str]:
         script = PythonFile(path, text, ast.parse(text))
     except (OSError, ValueError, SyntaxError, RecursionError):
         return set()
-    if not script.uses_hf_parser() or not (ARGUMENT_CLASSES & set(script.imported.values()) or any(
-            isinstance(node, ast.Attribute) and node.attr in ARGUMENT_CLASSES for node in ast.walk(script.tree))):
+    if not (script.uses({"HfArgumentParser"}) and script.uses(ARGUMENT_CLASSES)):
         return set()
     return set(RENAMES) - script.declared_flags()
 
@@ -471,7 +471,7 @@ def write_atomically(path: Path, data: bytes, mode: int) -> None:
 
 
 def unified_diff(path: Path, old: str, new: str) -> str:
-    lines = difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"a/{path}", f"b/{path}")
+    lines = difflib.unified_diff(old.splitlines(True), new.splitlines(True), str(path), str(path))
     return "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n"
                    for line in lines)
 
@@ -505,7 +505,7 @@ def fix_paths(paths: list[Path], skill: str, diff_to=None, shown=str) -> list[st
                                 f"{sys.version_info[0]}.{sys.version_info[1]} ({' '.join(str(exc).split())})")
                 continue
         if diff_to is not None:
-            diff_to.write(unified_diff(path, old, new))
+            diff_to.write(unified_diff(path, old, new).encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
             continue
         try:
             write_atomically(path, new.encode(encoding, "surrogateescape"), mode)
