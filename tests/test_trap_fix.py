@@ -223,11 +223,13 @@ def test_command_lines_of_a_script_that_parses_training_arguments(tmp_path):
     shell = ("python hf.py --evaluation-strategy=steps \\\n  --warmup_ratio 0.25 --no_cuda; echo --no_cuda\r\n"
              "torchrun --nproc_per_node 2 hf.py --group_by_length 1 --model \"$M\"  # --no_cuda\n"
              "python hf.py $EXTRA --no_cuda\npython hf.py --warmup_ratio 2 --group_by_length false\n"
+             "python hf.py \"--no_cuda\" \"$X\" '--push_to_hub_token=a b' --group_by_length \"True\"\n"
              "python own.py --no_cuda\npython fields.py --no_cuda\npython missing.py --no_cuda\n")
     assert fixed(shell, "run.sh", tmp_path) == (
         "python hf.py --eval-strategy=steps \\\n  --warmup_steps 0.25 --use_cpu; echo --no_cuda\r\n"
         "torchrun --nproc_per_node 2 hf.py --train_sampling_strategy group_by_length --model \"$M\"  # --no_cuda\n"
         "python hf.py $EXTRA --no_cuda\npython hf.py --warmup_ratio 2 --group_by_length false\n"
+        "python hf.py --use_cpu \"$X\" '--hub_token=a b' --train_sampling_strategy group_by_length\n"
         "python own.py --no_cuda\npython fields.py --no_cuda\npython missing.py --no_cuda\n")
     launch = 'import subprocess, sys\nsubprocess.run([sys.executable, "hf.py", "--no_cuda", "--group_by_length"])\n'
     assert fixed(launch, "go.py", tmp_path) == launch.replace(

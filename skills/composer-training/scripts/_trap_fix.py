@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import io
 import os
 import re
+import shlex
 import stat
 import sys
 import tempfile
@@ -137,6 +139,9 @@ class PythonFile:
             if isinstance(node, ast.Name):
                 self.names.setdefault(node.id, []).append(node)
         self.parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+        self.used: set[str | None] | None = None
+        self.dicts: dict[str, list | None] = {}
+        self.declared = self.declared_flags()
 
     def library_class(self, node: ast.AST, depth: int = 0) -> str | None:
         """The transformers class a call's callee stands for: imported, transformers.X, or a class of this file
@@ -195,6 +200,11 @@ class PythonFile:
     def dict_entries(self, name: str) -> list[tuple[str, ast.AST, ast.AST]] | None:
         """(key, node to rename, value) of a dict the name holds, when it is built once (a literal or dict(k=v))
         with no unpacking, and used only for `name["key"] = value` and `**name` into training arguments."""
+        if name not in self.dicts:  # read once per name: a file may unpack it many times
+            self.dicts[name] = self._dict_entries(name)
+        return self.dicts[name]
+
+    def _dict_entries(self, name: str) -> list[tuple[str, ast.AST, ast.AST]] | None:
         entries, built = [], 0
         for use in self.names.get(name, []):
             parent = self.parents.get(id(use))
@@ -222,8 +232,10 @@ class PythonFile:
 
     def uses(self, names: set[str]) -> bool:
         """Whether the file names one of these transformers classes (imported, or as transformers.X)."""
-        return any(self.library_class(node) in names for node in ast.walk(self.tree)
-                   if isinstance(node, (ast.Name, ast.Attribute)))
+        if self.used is None:
+            self.used = {self.library_class(node) for node in ast.walk(self.tree)
+                         if isinstance(node, (ast.Name, ast.Attribute))}
+        return bool(self.used & names)
 
     def declared_flags(self) -> set[str]:
         """Old names the file declares itself (a dataclass field, an add_argument flag): those flags are its own."""
@@ -241,7 +253,7 @@ class PythonFile:
         if getattr(call.func, "attr", "") == "parse_args_into_dataclasses" and self.uses({"HfArgumentParser"}):
             given = call.args[:1] + [keyword.value for keyword in call.keywords if keyword.arg == "args"]
             if given and isinstance(given[0], (ast.List, ast.Tuple)):
-                return list_edits(self.source, given[0], set(RENAMES) - self.declared_flags())
+                return list_edits(self.source, given[0], set(RENAMES) - self.declared)
             return []
         edits = []
         for argument in call.args[:1]:
@@ -265,10 +277,11 @@ class PythonFile:
                 node.target if isinstance(node, ast.AugAssign) else None
             if isinstance(target, ast.Attribute) and target.attr == "argv" and isinstance(target.value, ast.Name) \
                     and target.value.id == "sys" and isinstance(node.value, (ast.List, ast.Tuple)):
-                edits += list_edits(self.source, node.value, set(RENAMES) - self.declared_flags())
+                edits += list_edits(self.source, node.value, set(RENAMES) - self.declared)
         return edits
 
 
+@functools.lru_cache(maxsize=256)  # a launch file may run one script many times
 def hf_script_flags(path: Path) -> set[str]:
     """The old names a script's command line may be rewritten for: those of RENAMES when it parses
     TrainingArguments with HfArgumentParser and declares none of them itself; empty when it cannot be read."""
@@ -281,7 +294,7 @@ def hf_script_flags(path: Path) -> set[str]:
         return set()
     if not (script.uses({"HfArgumentParser"}) and script.uses(ARGUMENT_CLASSES)):
         return set()
-    return set(RENAMES) - script.declared_flags()
+    return set(RENAMES) - script.declared
 
 
 def flag_name(word: str | None) -> str | None:
@@ -309,7 +322,8 @@ def argv_rewrites(words: list[str | None], allowed: set[str]) -> list[tuple[int,
         new = rename.new.replace("_", "-") if "-" in spelled else rename.new
         following = words[index + 1] if index + 1 < len(words) else "--"
         value = inline if equals else None if following is not None and following.startswith("-") else following
-        if not equals and following is None or not rename.accepts_word(value):
+        pure = rename.cli_value is None and rename.accepts is KEPT  # the value, whatever it is, is kept
+        if not pure and (not equals and following is None or not rename.accepts_word(value)):
             continue
         what = f"--{spelled} -> --{new}"
         if rename.cli_value is None:  # the value is kept as written
@@ -345,9 +359,9 @@ BREAK = ";"  # the value of a command break (never a word's: ";" always breaks)
 
 
 def shell_words(text: str):
-    """(start, end, value) per word of a shell text, BREAK for a command break. The value is None when the word
-    holds a quote, an escape or an expansion: such a word is unknown and never rewritten. Comments are skipped; a
-    backslash-newline joins lines."""
+    """(start, end, value) per word of a shell text, BREAK for a command break: the value the command gets, quotes
+    removed, or None when an escape, an expansion or a glob makes it unknown. Comments are skipped; a
+    backslash-newline joins lines. A rewrite replaces a whole word by a plain one."""
     index, length = 0, len(text)
     while index < length:
         char = text[index]
@@ -365,36 +379,41 @@ def shell_words(text: str):
             yield index, index + 1, BREAK
             index += 1
             continue
-        start, plain = index, True
+        start, value = index, ""
         while index < length and text[index] not in " \t\r" and text[index] not in SHELL_BREAKS:
             char = text[index]
-            if char in "'\"":
-                plain = False
+            if char in "'\"":  # a quoted part: its text, unless double quotes hold an expansion or an escape
                 closing = text.find(char, index + 1)
-                index = length if closing < 0 else closing + 1
-            elif char == "\\":
-                plain, index = False, index + 2
+                closing = length - 1 if closing < 0 else closing
+                inner = text[index + 1:closing]
+                value = None if value is None or char == '"' and any(c in inner for c in "$`\\") else value + inner
+                index = closing + 1
             else:
-                plain &= char not in "$`*?[{~"
+                value = None if value is None or char in "\\$`*?[{~" else value + char
                 index += 1
-        yield start, index, text[start:index] if plain else None
+        yield start, index, value
 
 
 def shell_edits(path: Path, text: str) -> list[Edit]:
-    """The flags after a .py word that names a script parsing TrainingArguments, up to the end of its command."""
-    words = list(shell_words(text))
+    """The flags after the first .py word of a command that names a script parsing TrainingArguments."""
+    commands, command = [], []
+    for word in shell_words(text):
+        if word[2] == BREAK:
+            commands.append(command)
+            command = []
+        else:
+            command.append(word)
     edits = []
-    for position, (_, _, value) in enumerate(words):
-        if value is None or not value.endswith(".py"):
-            continue
-        allowed = hf_script_flags(path.parent / value) or hf_script_flags(Path(value))
-        if not allowed:
-            continue
-        end = next((later for later in range(position + 1, len(words)) if words[later][2] == BREAK), len(words))
-        command = words[position + 1:end]
-        for index, new_words, what in argv_rewrites([value for _, _, value in command], allowed):
-            start, stop, _ = command[index]
-            edits.append(Edit(start, stop, " ".join(new_words), what))
+    for command in [*commands, command]:
+        for position, (_, _, value) in enumerate(command):
+            allowed = hf_script_flags(path.parent / value) or hf_script_flags(Path(value)) \
+                if value is not None and value.endswith(".py") else set()
+            if allowed:
+                arguments = command[position + 1:]
+                for index, new_words, what in argv_rewrites([value for _, _, value in arguments], allowed):
+                    start, stop, _ = arguments[index]
+                    edits.append(Edit(start, stop, " ".join(map(shlex.quote, new_words)), what))
+                break
     return edits
 
 
@@ -432,10 +451,11 @@ def fixed_text(path: Path, data: bytes) -> tuple[str, str, str, list[Edit]]:
     edits = sorted({(edit.start, edit.end): edit for edit in edits}.values(), key=lambda edit: edit.start)
     if any(left.end > right.start for left, right in zip(edits, edits[1:])):
         return text, text, encoding, []  # two rewrites of one token: none is exact
-    new = text
-    for edit in reversed(edits):
-        new = new[:edit.start] + edit.text + new[edit.end:]
-    return text, new, encoding, edits
+    pieces, done = [], 0
+    for edit in edits:
+        pieces += [text[done:edit.start], edit.text]
+        done = edit.end
+    return text, "".join(pieces) + text[done:], encoding, edits
 
 
 MAX_BYTES = 5_000_000  # the checker's limit: a larger file is not a training script
@@ -484,6 +504,7 @@ def fix_paths(paths: list[Path], skill: str, diff_to=None, shown=str) -> list[st
         log(f"--fix changes nothing in {skill}: none of its traps has one exact rewrite on the tested versions")
         return []
     problems = []
+    hf_script_flags.cache_clear()  # scripts are read again in each run: they may have changed
     for path in paths:
         try:
             if path.is_symlink():
