@@ -224,12 +224,14 @@ def test_command_lines_of_a_script_that_parses_training_arguments(tmp_path):
              "torchrun --nproc_per_node 2 hf.py --group_by_length 1 --model \"$M\"  # --no_cuda\n"
              "python hf.py $EXTRA --no_cuda\npython hf.py --warmup_ratio 2 --group_by_length false\n"
              "python hf.py \"--no_cuda\" \"$X\" '--push_to_hub_token=a b' --group_by_length \"True\"\n"
+             "python hf.py --group_by_length \"$V\" --no_cuda\n"
              "python own.py --no_cuda\npython fields.py --no_cuda\npython missing.py --no_cuda\n")
     assert fixed(shell, "run.sh", tmp_path) == (
         "python hf.py --eval-strategy=steps \\\n  --warmup_steps 0.25 --use_cpu; echo --no_cuda\r\n"
         "torchrun --nproc_per_node 2 hf.py --train_sampling_strategy group_by_length --model \"$M\"  # --no_cuda\n"
         "python hf.py $EXTRA --no_cuda\npython hf.py --warmup_ratio 2 --group_by_length false\n"
         "python hf.py --use_cpu \"$X\" '--hub_token=a b' --train_sampling_strategy group_by_length\n"
+        "python hf.py --group_by_length \"$V\" --use_cpu\n"
         "python own.py --no_cuda\npython fields.py --no_cuda\npython missing.py --no_cuda\n")
     launch = 'import subprocess, sys\nsubprocess.run([sys.executable, "hf.py", "--no_cuda", "--group_by_length"])\n'
     assert fixed(launch, "go.py", tmp_path) == launch.replace(
@@ -241,7 +243,7 @@ def test_command_lines_of_a_script_that_parses_training_arguments(tmp_path):
 
 LATIN_1 = ("# -*- coding: latin-1 -*-\r\n# r\xe9glages: evaluation_strategy stays in a comment\r\n"
            "from transformers import TrainingArguments\r\n"
-           "args = TrainingArguments(  # caf\xe9\r\n    'o',\r\n    evaluation_strategy = 'steps' ,\r\n"
+           "args = TrainingArguments(  # caf\xe9\r\n    'r\xe9p', no_cuda=True,\r\n    evaluation_strategy = 'steps' ,\r\n"
            "    warmup_ratio=.1)\r\nlabel = 'evaluation_strategy=\xe9'")  # no newline at the end
 
 
@@ -251,7 +253,8 @@ def test_only_the_rewritten_tokens_change_and_the_mode_stays(tmp_path):
     path.chmod(0o751)
     result = run_python([str(CHECKER), "--fix", str(path)], tmp_path / "run")
     assert result.returncode == 0, result.stderr
-    expected = LATIN_1.replace("evaluation_strategy = ", "eval_strategy = ").replace("warmup_ratio", "warmup_steps")
+    expected = LATIN_1.replace("evaluation_strategy = ", "eval_strategy = ").replace("warmup_ratio", "warmup_steps") \
+        .replace("no_cuda", "use_cpu")  # after a latin-1 character on its line: ast counts UTF-8 bytes
     assert path.read_bytes() == expected.encode("latin-1")
     assert stat.S_IMODE(path.stat().st_mode) == 0o751
     assert sorted(os.listdir(tmp_path)) == ["run", "train.py"]  # the temporary file was renamed over it
@@ -266,7 +269,8 @@ def test_diff_prints_the_change_and_writes_nothing(tmp_path):
     result = run_python([str(CHECKER), "--fix", "--diff", str(path)], tmp_path / "run")
     assert result.returncode == 1  # nothing was fixed: the findings stand
     assert f"--- {path}\n+++ {path}\n" in result.stdout  # (stdout read as text: CRLF shows as LF)
-    assert "\n-    evaluation_strategy = 'steps' ,\n-    warmup_ratio=.1)\n+    eval_strategy = 'steps' ,\n" in result.stdout
+    assert "\n-    evaluation_strategy = 'steps' ,\n-    warmup_ratio=.1)\n+    'r\xe9p', use_cpu=True,\n" \
+        "+    eval_strategy = 'steps' ,\n" in result.stdout
     assert result.stdout.endswith("+    warmup_steps=.1)\n label = 'evaluation_strategy=\xe9'\n\\ No newline at end of file\n")
     assert path.read_bytes() == LATIN_1.encode("latin-1") and path.stat().st_mtime_ns == before.st_mtime_ns
     assert "removed-evaluation_strategy@" in result.stderr
