@@ -172,8 +172,8 @@ REWRITTEN = {  # before -> after, every import from transformers
                      "TrainingArguments(**cfg)"),
     "subclass": ("class A(TrainingArguments):\n    pass\nclass B(A):\n    x: int = 1\nB(no_cuda=True)",
                  "class A(TrainingArguments):\n    pass\nclass B(A):\n    x: int = 1\nB(use_cpu=True)"),
-    "sys.argv": ("sys.argv = ['t.py', '--no-cuda', '--group_by_length=true']\nHfArgumentParser(TrainingArguments)",
-                 "sys.argv = ['t.py', '--use-cpu', '--train_sampling_strategy=group_by_length']\n"
+    "sys.argv": ("sys.argv = [sys.argv[0], '--no-cuda', '--group_by_length=true']\nHfArgumentParser(TrainingArguments)",
+                 "sys.argv = [sys.argv[0], '--use-cpu', '--train_sampling_strategy=group_by_length']\n"
                  "HfArgumentParser(TrainingArguments)"),
 }
 LEFT = {  # stays as it is: no exact rewrite
@@ -185,7 +185,8 @@ LEFT = {  # stays as it is: no exact rewrite
     "bool unread": "TrainingArguments(group_by_length=flag)",
     "both names": 'TrainingArguments(evaluation_strategy="steps", eval_strategy="no")',
     "none": "TrainingArguments(evaluation_strategy=None)",
-    "its own field": "@dataclass\nclass TrainingArguments(Base):\n    no_cuda: bool = False\nTrainingArguments(no_cuda=1)",
+    "its own field": "@dataclass\nclass TrainingArguments(Base):\n    no_cuda: bool = False\n"
+                     "TrainingArguments(no_cuda=1)",
     "own init": "class T(Trainer):\n    def __init__(self, tokenizer, **kw):\n        pass\nT(tokenizer=tok)",
     "another trainer": "SFTTrainer(model=m, tokenizer=tok)",
     "dict used elsewhere": 'cfg = dict(evaluation_strategy="steps")\nprint(cfg)\nTrainingArguments(**cfg)',
@@ -243,7 +244,8 @@ def test_command_lines_of_a_script_that_parses_training_arguments(tmp_path):
 
 LATIN_1 = ("# -*- coding: latin-1 -*-\r\n# r\xe9glages: evaluation_strategy stays in a comment\r\n"
            "from transformers import TrainingArguments\r\n"
-           "args = TrainingArguments(  # caf\xe9\r\n    'r\xe9p', no_cuda=True,\r\n    evaluation_strategy = 'steps' ,\r\n"
+           "args = TrainingArguments(  # caf\xe9\r\n    'r\xe9p', no_cuda=True,\r\n"
+           "    evaluation_strategy = 'steps' ,\r\n"
            "    warmup_ratio=.1)\r\nlabel = 'evaluation_strategy=\xe9'")  # no newline at the end
 
 
@@ -271,7 +273,8 @@ def test_diff_prints_the_change_and_writes_nothing(tmp_path):
     assert f"--- {path}\n+++ {path}\n" in result.stdout  # (stdout read as text: CRLF shows as LF)
     assert "\n-    evaluation_strategy = 'steps' ,\n-    warmup_ratio=.1)\n+    'r\xe9p', use_cpu=True,\n" \
         "+    eval_strategy = 'steps' ,\n" in result.stdout
-    assert result.stdout.endswith("+    warmup_steps=.1)\n label = 'evaluation_strategy=\xe9'\n\\ No newline at end of file\n")
+    assert result.stdout.endswith(
+        "+    warmup_steps=.1)\n label = 'evaluation_strategy=\xe9'\n\\ No newline at end of file\n")
     assert path.read_bytes() == LATIN_1.encode("latin-1") and path.stat().st_mtime_ns == before.st_mtime_ns
     assert "removed-evaluation_strategy@" in result.stderr
 

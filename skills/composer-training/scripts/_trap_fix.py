@@ -9,7 +9,8 @@ What is rewritten, and only when nothing else decides the value (the file is rea
   `cfg["key"] = value` and that unpacking;
 - the flags of a script that parses TrainingArguments with HfArgumentParser (and declares no flag of the old name),
   on a shell line that runs it (the .py file found next to the shell script or in the working folder) or in an argv
-  list in Python: one passed to parse_args_into_dataclasses, assigned to sys.argv, or naming such a script.
+  list in Python: one passed to parse_args_into_dataclasses, assigned to sys.argv, or naming such a script (a
+  command line in a Python string is not rewritten).
 
 RENAMES says which value each rename needs; a rename is never made when its new name is given too. Everything else
 (overwrite_output_dir, logging_dir, save_safetensors, use_mps_device, warmup_ratio with warmup_steps, a value that
@@ -277,7 +278,8 @@ class PythonFile:
                 node.target if isinstance(node, ast.AugAssign) else None
             if isinstance(target, ast.Attribute) and target.attr == "argv" and isinstance(target.value, ast.Name) \
                     and target.value.id == "sys" and isinstance(node.value, (ast.List, ast.Tuple)):
-                edits += list_edits(self.source, node.value, set(RENAMES) - self.declared)
+                program = 1 if isinstance(node, ast.Assign) else 0  # sys.argv[0] is the program, never a flag
+                edits += list_edits(self.source, node.value, set(RENAMES) - self.declared, program)
         return edits
 
 
