@@ -227,7 +227,7 @@ class PythonFile:
                     return None
                 entries.append((parent.slice.value, parent.slice, statement.value))
             elif not (isinstance(parent, ast.keyword) and parent.arg is None and self.library_class(
-                    self.parents[id(parent)].func) in ARGUMENT_CLASSES):
+                    getattr(self.parents[id(parent)], "func", None)) in ARGUMENT_CLASSES):  # class C(**cfg): no
                 return None
         return entries if built == 1 else None
 
