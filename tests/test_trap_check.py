@@ -884,9 +884,11 @@ def test_r4_d4_the_same_output_dir_can_be_given_again(tmp_path):
         result = run_python([str(CHECKERS[CP]), str(code), "--output-dir", str(out)], tmp_path)
         assert result.returncode == 0, result.stderr
         assert list(out.iterdir()) == []
-    (out / ".cache" / "hf" / "datasets").mkdir(parents=True)  # what a run before this fix left
-    assert run_python([str(CHECKERS[CP]), str(code), "--output-dir", str(out)], tmp_path).returncode == 0
-    (out / ".cache" / "hf").mkdir(parents=True)
+    # empty folders this run did not make (another script's, or another run's while it imports) are not tidied away
+    (out / ".cache" / "hf" / "datasets").mkdir(parents=True)
+    assert_one_line_error(run_python([str(CHECKERS[CP]), str(code), "--output-dir", str(out)], tmp_path), 2,
+                          "is not empty")
+    assert (out / ".cache" / "hf" / "datasets").is_dir()
     (out / ".cache" / "hf" / "notes.txt").write_text("a file of yours")
     assert_one_line_error(run_python([str(CHECKERS[CP]), str(code), "--output-dir", str(out)], tmp_path), 2,
                           "is not empty")

@@ -56,6 +56,7 @@ from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 sys.dont_write_bytecode = True  # importing the contract must not write __pycache__ into the skill folder
+import _trap_fix  # noqa: E402
 import smoke_contract  # noqa: E402
 from smoke_contract import EXIT_USAGE, SmokeError, build_parser, run_main  # noqa: E402
 import _trap_report as report  # noqa: E402
@@ -422,39 +423,8 @@ def unattached_launch_findings(launch: Launch, skill: str, device: str) -> list[
 def body(run) -> None:
     try:
         check_paths(run)
-    finally:
-        remove_empty_cache(run.output_dir)
-
-
-def remove_empty_cache(output_dir: Path) -> None:
-    """Remove the empty cache folders the contract makes in the output directory (<dir>/.cache/hf, tmp...): this
-    checker writes nothing, so a rerun with the same --output-dir finds it empty. A folder with a file in it stays."""
-    cache = output_dir / ".cache"
-    if cache.is_symlink() or not cache.is_dir():
-        return
-    for folder, dirs, _files in os.walk(cache, topdown=False):
-        for name in dirs:
-            try:
-                os.rmdir(os.path.join(folder, name))
-            except OSError:  # not empty, or a link to a folder: kept
-                pass
-    try:
-        os.rmdir(cache)
-    except OSError:
-        pass
-
-
-def validate(args) -> None:
-    """An --output-dir an earlier run of this checker left with only its empty cache folders (before they were
-    removed at exit) is emptied of them, so the contract's "not empty" refusal is kept for folders with files."""
-    folder = args.output_dir
-    if folder is not None and folder.is_dir() and not folder.is_symlink():
-        try:
-            entries = [entry.name for entry in folder.iterdir()]
-        except OSError:
-            return
-        if entries == [".cache"] and not any(files for _, _, files in os.walk(folder / ".cache")):
-            remove_empty_cache(folder)
+    finally:  # the empty cache folders the contract made here: a rerun with the same --output-dir finds it empty
+        run.remove_empty_cache()
 
 
 def check_paths(run) -> None:
@@ -478,6 +448,9 @@ def check_paths(run) -> None:
     if not args.paths:
         raise SmokeError("give the Python files, shell scripts or folders to check (see --help)", EXIT_USAGE)
     sources, unreadable = {}, []
+    if args.fix or args.diff:  # the exact 5.x rewrites (_trap_fix), then the check of what is left
+        unreadable += _trap_fix.fix_paths(input_files(args.paths), skill, args.diff and (
+            sys.stderr if args.json else sys.stdout) or None, shown)
     for path in input_files(args.paths, unreadable):
         try:
             sources[str(path)] = read(path)
@@ -532,7 +505,7 @@ NAMES_HELP = ("each error found is one [FAIL] line on stderr named RULE@PATH:LIN
 NO_DEVICE_LINE = "  4  the requested device is not there (--device gpu without CUDA)"
 EXIT_2_OVER_1 = ("A file that cannot be read or parsed (for this checker's Python) is exit 2 even when traps were "
                  "found in the others: the check is incomplete. Each trap found is still a [FAIL] line (and a failed check in "
-                 "--json), and the error line counts them. The checker writes nothing: --output-dir may be given again "
+                 "--json), and the error line counts them. The checker writes nothing (but the files --fix rewrites): --output-dir may be given again "
                  "(the empty cache folders the contract makes there are removed at exit), and a temporary folder whose "
                  "path holds a brace is accepted (the smoke scripts refuse one because Composer expands {rank} in the "
                  "paths they write to)")
@@ -559,13 +532,13 @@ def make_parser():
     lint.add_argument("--strict", action="store_true", help="fail (exit 1) on warnings too, not only on errors")
     lint.add_argument("--format", choices=["text", "github"], default="text", help="github: also print each finding "
                       "as a GitHub Actions annotation (::error file=..,line=..::) on stdout (default: text)")
-    # --fix / --diff (issue #26, _trap_fix.py) are added here
+    _trap_fix.add_arguments(parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     # this checker runs no Composer, so a brace in TMPDIR expands nothing; --output-dir keeps the contract's refusal
-    return run_main(SCRIPT, make_parser(), body, [], argv, validate, braced_tmpdir_ok=True)
+    return run_main(SCRIPT, make_parser(), body, [], argv, braced_tmpdir_ok=True)
 
 
 if __name__ == "__main__":
