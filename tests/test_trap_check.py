@@ -24,7 +24,8 @@ SOURCE = REPO / "skill_common" / "trap_check.py"
 CHECKERS = {skill: SKILLS_DIR / skill / "scripts" / "trap_check.py" for skill in SKILLS}
 
 TC = import_script(CHECKERS["transformers-training"])  # the rule table and engine (the copies are equal)
-LAUNCH, COMPOSER = sys.modules["_trap_launch"], sys.modules["_trap_composer"]  # two of its modules, imported with it
+# two of its modules, imported with it under the skill's name (tests/support/harness.py, import_script)
+LAUNCH, COMPOSER = sys.modules["transformers_training__trap_launch"], sys.modules["transformers_training__trap_composer"]
 HEAVY = ("torch", "composer", "transformers", "datasets", "evaluate", "accelerate", "numpy")
 
 

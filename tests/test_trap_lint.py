@@ -192,7 +192,7 @@ def test_the_legacy_arguments_are_not_arguments_of_the_installed_training_argume
     import sys
     from support.harness import run_python
 
-    legacy = sorted(sys.modules["_trap_rules"].LEGACY_ARGUMENTS)
+    legacy = sorted(sys.modules["transformers_training__trap_rules"].LEGACY_ARGUMENTS)
     probe = ("import inspect, sys; from transformers import TrainingArguments; "
              "print(sorted(set(sys.argv[1:]) & set(inspect.signature(TrainingArguments).parameters)))")
     result = run_python(["-c", probe, *legacy], tmp_path, timeout=300)
