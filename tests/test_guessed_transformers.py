@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from support.docs import runnable_blocks
-from support.harness import SKILLS_DIR
-from support.quoted_errors_transformers import torch_less_probe
+from support.harness import SKILLS_DIR, run_command
+from support.quoted_errors_transformers import torch_less_probe, torch_less_python
 from support.transformers_kit import arguments, rows, tiny_classifier, word_tokenizer
 
 SKILL = SKILLS_DIR / "transformers-training"
@@ -292,3 +292,13 @@ def test_the_causal_lm_pattern_learns_and_counts_eos_with_a_tokenizer_that_appen
         words = sum(len(line.split()) for line in Path("data/eval.txt").read_text().splitlines())
         assert namespace["predicted"] == words  # every word after the first, and the EOS
         assert math.isfinite(namespace["perplexity"])
+
+
+def test_a_smoke_script_without_torch_asks_for_torch_alone_and_skill_md_says_why(tmp_path):
+    python = torch_less_python(tmp_path)
+    result = run_command([str(python), str(SKILL / "scripts" / "train_smoke.py"), "--output-dir", str(tmp_path / "o")],
+                         tmp_path)
+    assert result.returncode == 3, result.stderr[-2000:]  # the documented exit code of a missing package
+    assert "pip install torch" in result.stderr
+    install = (SKILL / "SKILL.md").read_text(encoding="utf-8").split("## Route here", 1)[0]
+    assert "`pip install torch`" in install and "pip install 'transformers[torch]'" in install
