@@ -219,7 +219,8 @@ def test_each_checkpoints_trainer_state_keeps_the_trainers_own_best_not_the_call
     assert saved[10]["best_model_checkpoint"] is None
     assert saved[20]["best_model_checkpoint"] == str(out / "checkpoint-10")
     section = TROUBLESHOOTING.read_text(encoding="utf-8").split("### The best evaluation falls", 1)[1].split("\n## ")[0]
-    assert "trainer_state.json" in section and "best_global_step" in section
+    assert "is written before the callback\nruns at that save" in section
+    assert "do not read those files as the answer" in section
 
 
 def test_left_padding_makes_the_recipes_mask_and_the_models_loss_count_each_padded_rows_first_token():
