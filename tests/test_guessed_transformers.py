@@ -285,7 +285,8 @@ def test_the_causal_lm_pattern_learns_and_counts_eos_with_a_tokenizer_that_appen
     pattern = _jobs_block('AutoTokenizer.from_pretrained(data / "gpt2")')
     for folder in ("gpt2", "gpt2-plain"):
         namespace = {"__name__": "__main__"}
-        exec(compile(pattern.replace('data / "gpt2"', f'data / "{folder}"'), str(JOBS), "exec"), namespace)  # noqa: S102
+        swapped = pattern.replace('data / "gpt2"', f'data / "{folder}"')  # the folder an agent changes
+        exec(compile(swapped, str(JOBS), "exec"), namespace)  # noqa: S102
         tokenizer, train = namespace["tokenizer"], namespace["train"]
         labels = DataCollatorForLanguageModeling(tokenizer, mlm=False)([train[0], train[1]])["labels"]
         assert all(labels[row][labels[row] != -100][-1] == tokenizer.eos_token_id for row in range(2))  # EOS learned

@@ -49,7 +49,7 @@ def run_doc(doc: Path, work: Path) -> dict:
             block = steps[-1]
             for step in steps:
                 try:
-                    exec(compile(step.source, step.where, "exec"), namespace)  # noqa: S102 - executing docs is the point
+                    exec(compile(step.source, step.where, "exec"), namespace)  # noqa: S102 - running docs is the point
                 except BaseException:  # noqa: BLE001 - report every failure, SystemExit included
                     failed = f"{step.where} (run for {block.where})\n{traceback.format_exc()}"
                     return {"doc": str(doc), "ok": False, "blocks": done, "error": failed}
