@@ -1,7 +1,8 @@
 """Executable docs: every python and bash block in every SKILL.md, reference and README runs (or says why not).
 
-The python blocks of all documents of one skill run in one process (support/run_doc_blocks.py: a fresh namespace,
-scratch folder and environment per document), shared by the per-document tests, so the imports are paid once.
+The python blocks of all documents of one skill run in one process (support/run_doc_blocks.py: a scratch folder and
+environment per document; a fresh namespace per block after the document's Shared setup in the skills of
+support/docs.py's BLOCKS_RUN_ALONE, else per document), shared by the per-document tests, so imports are paid once.
 A bash block whose every command is ``python scripts/<script>.py`` with the arguments of that script's canonical
 run (shared_runs.CANONICAL_RUNS) is proven by that shared run: the same command from a copy of the skill folder,
 plus ``--device`` set to what ``auto`` picks here and ``--json`` so the result can be read."""

@@ -6,19 +6,21 @@ a torch-less install. Tiny models from configs, CPU, offline, nothing mocked."""
 from __future__ import annotations
 
 import ast
+import math
 import re
 from pathlib import Path
 
 import pytest
 
 from support.docs import runnable_blocks
-from support.harness import SKILLS_DIR
-from support.quoted_errors_transformers import torch_less_probe
+from support.harness import SKILLS_DIR, run_command
+from support.quoted_errors_transformers import torch_less_probe, torch_less_python
 from support.transformers_kit import arguments, rows, tiny_classifier, word_tokenizer
 
 SKILL = SKILLS_DIR / "transformers-training"
 RECIPES = SKILL / "references" / "task-recipes.md"
 TROUBLESHOOTING = SKILL / "references" / "troubleshooting.md"
+JOBS = SKILL / "references" / "jobs.md"
 
 
 def doc_definition(doc: Path, name: str):
@@ -28,7 +30,7 @@ def doc_definition(doc: Path, name: str):
                 if re.search(rf"^(def|class) {name}\b", block.source, flags=re.M)]
     wanted = [node for node in ast.parse(source).body if isinstance(node, (ast.Import, ast.ImportFrom))
               or (isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name)]
-    namespace = {"np": __import__("numpy")}  # the recipes' shared setup imports numpy as np
+    namespace = {"np": __import__("numpy"), "torch": __import__("torch")}  # the recipes' shared setup imports them
     exec(compile(ast.Module(wanted, type_ignores=[]), str(doc), "exec"), namespace)  # noqa: S102
     return namespace[name]
 
@@ -190,3 +192,115 @@ def test_a_torch_less_install_imports_with_a_warning_and_fails_at_trainer(tmp_pa
     assert " ".join(result.json["model"].split()).startswith(
         "ImportError: AutoModelForSequenceClassification requires PyTorch >= 2.6, but PyTorch was not found")
     assert result.network_attempts == []
+
+
+# ---- the outside tester's guesses: a flat metric, the checkpoints' own state, padding side, float labels ----------
+
+def test_a_flat_metric_makes_every_saved_checkpoint_tie_and_the_callback_keep_the_first(tmp_path):
+    """Micro-F1 at 0.5 stays 0.0 while the sigmoids sit below 0.5: the callback then ends on the first save."""
+    callback = doc_definition(TROUBLESHOOTING, "LoadBestSavedCheckpoint")
+    trainer = _cadence_run(tmp_path / "out", [0.0, 0.0, 0.0, 0.0], callbacks=[callback()])
+    assert trainer.state.best_model_checkpoint == str(tmp_path / "out" / "checkpoint-10")
+    section = TROUBLESHOOTING.read_text(encoding="utf-8").split("### The best evaluation falls", 1)[1].split("\n## ")[0]
+    assert "a metric that moves" in section and "eval_loss" in section
+
+
+def test_each_checkpoints_trainer_state_keeps_the_trainers_own_best_not_the_callbacks(tmp_path):
+    import json
+
+    callback = doc_definition(TROUBLESHOOTING, "LoadBestSavedCheckpoint")
+    out = tmp_path / "out"
+    trainer = _cadence_run(out, [0.9, 0.7, 0.6, 0.7], callbacks=[callback()])
+    assert trainer.state.best_model_checkpoint == str(out / "checkpoint-10")  # in memory: the callback's choice
+    saved = {step: json.loads((out / f"checkpoint-{step}" / "trainer_state.json").read_text()) for step in (10, 20)}
+    assert all((state["best_global_step"], state["best_metric"]) == (5, 0.9) for state in saved.values())  # unsaved
+    # each file is written before its own save's on_save: checkpoint-10's holds the Trainer's own choice (none),
+    # checkpoint-20's the callback's choice at the previous save
+    assert saved[10]["best_model_checkpoint"] is None
+    assert saved[20]["best_model_checkpoint"] == str(out / "checkpoint-10")
+    section = TROUBLESHOOTING.read_text(encoding="utf-8").split("### The best evaluation falls", 1)[1].split("\n## ")[0]
+    assert "is written before the callback\nruns at that save" in section
+    assert "do not read those files as the answer" in section
+
+
+def test_left_padding_makes_the_recipes_mask_and_the_models_loss_count_each_padded_rows_first_token():
+    import numpy as np
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, DataCollatorForLanguageModeling, EvalPrediction
+
+    token_losses = doc_definition(RECIPES, "token_losses")
+    perplexity = doc_definition(RECIPES, "perplexity")
+    tokenizer = _eos_tokenizer()
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(AutoConfig.for_model(
+        "gpt2", vocab_size=len(tokenizer), n_embd=16, n_layer=1, n_head=1, n_positions=16,
+        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)).eval()
+    data = [dict(tokenizer(line + tokenizer.eos_token)) for line in ("a b c a", "a", "c b")]
+    true_count = sum(len(row["input_ids"]) - 1 for row in data)
+    counted, results = {}, {}
+    for side in ("right", "left"):
+        tokenizer.padding_side = side
+        batch = DataCollatorForLanguageModeling(tokenizer, mlm=False)(data)
+        with torch.no_grad():
+            losses = token_losses(model(**batch).logits, batch["labels"])
+        counted[side] = int((batch["labels"][:, 1:] != -100).sum())  # the recipe's mask of predicted tokens
+        results[side] = perplexity(EvalPrediction(predictions=losses.numpy(), label_ids=batch["labels"].numpy()))
+    assert counted["right"] == true_count
+    assert counted["left"] == true_count + 2  # the two padded rows' first tokens, "predicted" from padding
+    assert not np.isclose(results["left"]["perplexity"], results["right"]["perplexity"])
+    text = RECIPES.read_text(encoding="utf-8").split("## Causal language modeling", 1)[1].split("\n## ", 1)[0]
+    assert 'padding_side = "right"' in text
+
+
+def test_float_labels_without_problem_type_train_a_multi_label_head_and_set_it_in_the_config():
+    import torch
+    from transformers import DataCollatorWithPadding
+
+    tokenizer = word_tokenizer(pad_token="[UNK]")
+    model = tiny_classifier(num_labels=3).eval()  # no problem_type; eval: no dropout between the two forwards
+    assert model.config.problem_type is None
+    batch = DataCollatorWithPadding(tokenizer)([{**tokenizer("a b"), "labels": [1.0, 0.0, 1.0]},
+                                                {**tokenizer("c"), "labels": [0.0, 1.0, 1.0]}])
+    loss = model(**batch).loss
+    assert type(loss.grad_fn).__name__.startswith("BinaryCrossEntropyWithLogits")  # multi-label, inferred
+    assert model.config.problem_type == "multi_label_classification"  # and written into the config
+    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+    expected = torch.nn.functional.binary_cross_entropy_with_logits(logits, batch["labels"])
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
+    entry = TROUBLESHOOTING.read_text(encoding="utf-8").split("```error multi-label-without-problem-type", 1)[1]
+    assert "Make the labels floats: that alone is\nthe fix" in entry.split("```error", 1)[0]
+
+
+def _jobs_block(needle: str) -> str:
+    [source] = [block.source for block in runnable_blocks(JOBS, "python") if needle in block.source]
+    return source
+
+
+def test_the_causal_lm_pattern_learns_and_counts_eos_with_a_tokenizer_that_appends_none(tmp_path, monkeypatch):
+    """As an agent applies it: the pattern, with the stand-in folder swapped for one whose tokenizer appends no EOS."""
+    from transformers import DataCollatorForLanguageModeling
+
+    monkeypatch.chdir(tmp_path)
+    exec(compile(_jobs_block("def stand_in("), str(JOBS), "exec"), {"__name__": "__main__"})  # noqa: S102
+    pattern = _jobs_block('AutoTokenizer.from_pretrained(data / "gpt2")')
+    for folder in ("gpt2", "gpt2-plain"):
+        namespace = {"__name__": "__main__"}
+        swapped = pattern.replace('data / "gpt2"', f'data / "{folder}"')  # the folder an agent changes
+        exec(compile(swapped, str(JOBS), "exec"), namespace)  # noqa: S102
+        tokenizer, train = namespace["tokenizer"], namespace["train"]
+        labels = DataCollatorForLanguageModeling(tokenizer, mlm=False)([train[0], train[1]])["labels"]
+        assert all(labels[row][labels[row] != -100][-1] == tokenizer.eos_token_id for row in range(2))  # EOS learned
+        assert (labels == tokenizer.eos_token_id).sum() == 2  # once per line, not twice
+        words = sum(len(line.split()) for line in Path("data/eval.txt").read_text().splitlines())
+        assert namespace["predicted"] == words  # every word after the first, and the EOS
+        assert math.isfinite(namespace["perplexity"])
+
+
+def test_a_smoke_script_without_torch_asks_for_torch_alone_and_skill_md_says_why(tmp_path):
+    python = torch_less_python(tmp_path)
+    result = run_command([str(python), str(SKILL / "scripts" / "train_smoke.py"), "--output-dir", str(tmp_path / "o")],
+                         tmp_path)
+    assert result.returncode == 3, result.stderr[-2000:]  # the documented exit code of a missing package
+    assert "pip install torch" in result.stderr
+    install = (SKILL / "SKILL.md").read_text(encoding="utf-8").split("## Route here", 1)[0]
+    assert "`pip install torch`" in install and "pip install 'transformers[torch]'" in install

@@ -330,7 +330,9 @@ def test_best_model_with_evaluations_between_saves_gets_a_notice(training_args, 
     cadence = [notice for notice in notices if notice.startswith("load_best_model_at_end with eval_steps")]
     assert cadence == (["load_best_model_at_end with eval_steps 5 but save_steps 10: a best evaluation between saves "
                         "is never saved, so the end loads an older checkpoint or none (best_model_checkpoint None); "
-                        "save at every evaluation (--save_steps 5) or at every improvement (--save_strategy best)"]
+                        "save at every evaluation (--save_steps 5) or at every improvement (--save_strategy best), or keep "
+                        "the cadence with the LoadBestSavedCheckpoint callback (references/troubleshooting.md, \"The "
+                        "best evaluation falls on a step that is not saved\")"]
                        if warned else []), notices
 
 

@@ -29,3 +29,11 @@ def test_quote_matching_can_fail():
     assert matches_quote("ValueError: The max_duration ... elapsed training duration", message)
     assert not matches_quote("ValueError: The max_duration ... is greater than", message)
     assert not matches_quote("elapsed training duration ... The max_duration", message)
+
+
+def test_quote_matching_keeps_the_line_breaks():
+    message = "ImportError: \nTrainer requires PyTorch >= 2.6.\nPlease install it.\n"
+    assert matches_quote("ImportError:\nTrainer requires PyTorch >= 2.6.\nPlease install it.", message)
+    assert matches_quote("ImportError:\nTrainer requires ...\n...", message)
+    assert not matches_quote("ImportError: Trainer requires PyTorch >= 2.6. Please install it.", message)
+    assert not matches_quote("ImportError:\nTrainer requires PyTorch\n>= 2.6.", message)

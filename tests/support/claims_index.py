@@ -279,6 +279,10 @@ CLAIMS = [
     (TT, "this callback: at every save it points `best_model_checkpoint`", [
         *BEST_SAVED, ST + "test_saving_at_every_improving_evaluation_loads_the_best",
         "tests/test_agent_questions_transformers.py::" + "test_of_equal_best_scores_the_first_wins", "block:class LoadBestSavedCheckpoint"]),
+    (TT, "Choose a metric that moves from the first evaluation", [
+        XG + "test_a_flat_metric_makes_every_saved_checkpoint_tie_and_the_callback_keep_the_first"]),
+    (TT, "each checkpoint's `trainer_state.json` is written before the callback", [
+        XG + "test_each_checkpoints_trainer_state_keeps_the_trainers_own_best_not_the_callbacks"]),
     (TT, "No labels reached the model.", [
         "error:no-loss-returned", UB + "test_label_names_does_not_fix_a_label_column_named_otherwise",
         TP + "test_token_classification_collator_keeps_label_and_the_others_rename_it",
@@ -286,7 +290,8 @@ CLAIMS = [
     (TT, "got integer 0/1 labels:", [
         "error:multi-label-int-labels", XG + "test_float_multi_hot_labels_stack_as_float32_for_a_bce_head"]),
     (TT, "Integer multi-hot labels and no `problem_type`", [
-        "error:multi-label-without-problem-type", XG + "test_float_multi_hot_labels_stack_as_float32_for_a_bce_head"]),
+        "error:multi-label-without-problem-type", XG + "test_float_multi_hot_labels_stack_as_float32_for_a_bce_head",
+        XG + "test_float_labels_without_problem_type_train_a_multi_label_head_and_set_it_in_the_config"]),
     (TT, "`remove_unused_columns=False` kept the raw `text` column", [
         "error:string-column-kept", TA + "test_label_and_labels_columns_both_train"]),
     (TT, "Typical for GPT-style tokenizers.", [

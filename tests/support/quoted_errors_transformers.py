@@ -276,9 +276,9 @@ print(json.dumps(result))
 """
 
 
-def torch_less_probe(tmp: Path) -> ScriptResult:
-    """TORCH_LESS_PROBE run by a venv that sees this suite's packages except torch and those built on it (a plain
-    `pip install transformers`): its stdout is one JSON object, its stderr what importing transformers printed."""
+def torch_less_python(tmp: Path) -> Path:
+    """The python of a venv that sees this suite's packages except torch and those built on it (a plain
+    `pip install transformers`)."""
     packages = tmp / "packages-without-torch"
     packages.mkdir()
     for entry in Path(site.getsitepackages()[0]).iterdir():
@@ -290,7 +290,13 @@ def torch_less_probe(tmp: Path) -> ScriptResult:
     venv_site = subprocess.run([python, "-c", "import site; print(site.getsitepackages()[0])"], check=True,
                                capture_output=True, text=True).stdout.strip()
     (Path(venv_site) / "without-torch.pth").write_text(f"{packages}\n")
-    return run_command([str(python), "-c", TORCH_LESS_PROBE], tmp)
+    return python
+
+
+def torch_less_probe(tmp: Path) -> ScriptResult:
+    """TORCH_LESS_PROBE run without torch: its stdout is one JSON object, its stderr what importing transformers
+    printed."""
+    return run_command([str(torch_less_python(tmp)), "-c", TORCH_LESS_PROBE], tmp)
 
 
 @produces("trainer-without-torch")

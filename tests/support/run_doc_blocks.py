@@ -1,5 +1,7 @@
-"""Run the runnable python blocks of Markdown files: each file's blocks in order in one fresh namespace, like a
-notebook, in its own scratch copy of the skill folder (or of the bundle's docs and scripts for bundle docs).
+"""Run the runnable python blocks of Markdown files as support/docs.py says: in a skill of BLOCKS_RUN_ALONE each
+block alone in a fresh namespace, after only its document's ``## Shared setup`` blocks; elsewhere a file's blocks in
+one namespace, like a notebook. A file's blocks run in order, in its own scratch copy of the skill folder (or of the
+bundle's docs and scripts for bundle docs), so files an earlier block wrote are there.
 
 Usage: python tests/support/run_doc_blocks.py WORK DOC.md [DOC.md ...]   (run by tests/test_docs_execute.py)
 All files of one skill share this process, so the library imports are paid once; the working directory and the
@@ -16,7 +18,7 @@ import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: run by path, `support` is a package there
-from support.docs import REPO, runnable_blocks  # noqa: E402
+from support.docs import REPO, blocks_run_alone, runnable_blocks  # noqa: E402
 
 
 def scratch_copy(doc: Path, target: Path) -> Path:
@@ -33,16 +35,24 @@ def scratch_copy(doc: Path, target: Path) -> Path:
 
 
 def run_doc(doc: Path, work: Path) -> dict:
-    namespace, done = {"__name__": "__main__"}, []
+    done = []
     environ, here = dict(os.environ), os.getcwd()
     os.chdir(scratch_copy(doc, work))
+    python = runnable_blocks(doc, "python")
+    setup = [block for block in python if block.is_setup] if blocks_run_alone(doc) else []
+    runs = [[*setup, block] for block in python if block not in setup] or [setup]
+    notebook = {"__name__": "__main__"}
     try:
-        for block in runnable_blocks(doc, "python"):
+        for steps in runs:
             started = time.perf_counter()
-            try:
-                exec(compile(block.source, block.where, "exec"), namespace)  # noqa: S102 - executing docs is the point
-            except BaseException:  # noqa: BLE001 - report every failure, SystemExit included
-                return {"doc": str(doc), "ok": False, "blocks": done, "error": f"{block.where}\n{traceback.format_exc()}"}
+            namespace = {"__name__": "__main__"} if blocks_run_alone(doc) else notebook
+            block = steps[-1]
+            for step in steps:
+                try:
+                    exec(compile(step.source, step.where, "exec"), namespace)  # noqa: S102 - running docs is the point
+                except BaseException:  # noqa: BLE001 - report every failure, SystemExit included
+                    failed = f"{step.where} (run for {block.where})\n{traceback.format_exc()}"
+                    return {"doc": str(doc), "ok": False, "blocks": done, "error": failed}
             done.append(f"{block.where} {time.perf_counter() - started:.2f}s")
     finally:
         os.chdir(here)

@@ -284,7 +284,9 @@ def decisions(run, training_args, deprecations: list[str]) -> dict:
         notices.append(f"load_best_model_at_end with eval_steps {args.eval_steps} but save_steps {args.save_steps}: "
                        "a best evaluation between saves is never saved, so the end loads an older checkpoint or "
                        f"none (best_model_checkpoint None); save at every evaluation (--save_steps {args.eval_steps})"
-                       " or at every improvement (--save_strategy best)")
+                       " or at every improvement (--save_strategy best), or keep the cadence with the"
+                       " LoadBestSavedCheckpoint callback (references/troubleshooting.md, \"The best evaluation falls"
+                       " on a step that is not saved\")")
     if args.load_best_model_at_end and "metric_for_best_model" not in flags:
         notices.append("metric_for_best_model not given: load_best_model_at_end keeps the lowest eval_loss")
     custom_metric = (args.metric_for_best_model or "loss").removeprefix("eval_") != "loss"
