@@ -5,6 +5,7 @@ snapshot of the surface the Transformers skill cites, and the reading of a real 
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import importlib.util
 import sys
 import textwrap
@@ -145,3 +146,44 @@ def test_a_prefix_of_a_flag_is_not_that_flag(tmp_path, script, prefix):
     """The maintainer tools take --dry-run and --check only spelled out: a prefix such as --che is an error."""
     result = run_python([str(REPO / "scripts" / script), prefix], tmp_path)
     assert_one_line_error(result, 2, f"unrecognized arguments: {prefix}")
+
+
+def interpreter(path, lines: str):
+    """An executable standing in for a venv's python: runs ``lines`` of shell, then this interpreter."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\n{lines}\nexec {sys.executable} \"$@\"\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_the_snapshot_interpreter_runs_offline(tmp_path, monkeypatch):
+    """The other venv imports transformers to read its signatures: without the offline variables it may call the
+    Hub, whatever this process's environment says."""
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    seen = tmp_path / "env.txt"
+    python = interpreter(tmp_path / "bin" / "python", f"env > {seen}")
+    checker.api_snapshot(python, ["json.dumps"])
+    variables = dict(line.split("=", 1) for line in seen.read_text().splitlines() if "=" in line)
+    assert variables.get("HF_HUB_OFFLINE") == "1" and variables.get("TRANSFORMERS_OFFLINE") == "1"
+
+
+def test_an_api_change_with_nothing_broken_exits_1(tmp_path, monkeypatch, capfd):
+    """The real run's venv and suite are stood in for (a python whose module path holds another signature, a suite
+    that passes); the API comparison and the exit status are the script's own."""
+    for name, signature in (("old", "a"), ("new", "a, b=1")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "surface_mod.py").write_text(f"def function({signature}):\n    pass\n")
+    baseline = interpreter(tmp_path / "baseline" / "bin" / "python", f"export PYTHONPATH={tmp_path / 'old'}")
+    venv = tmp_path / "venv"
+    interpreter(venv / "bin" / "python", f"export PYTHONPATH={tmp_path / 'new'}")
+    passing = ('import sys; open(sys.argv[1], "w").write(\'<testsuite><testcase classname="t" name="ok"/>'
+               '</testsuite>\')')
+    monkeypatch.setattr(checker, "plan", lambda venv, junit_xml, pytest_args: [
+        ["false"], ["true"], [sys.executable, "-c", passing, str(junit_xml)]])
+    monkeypatch.setattr(checker, "load_surface", lambda: ["surface_mod.function"])
+    code = checker.main(["--json", "--pins", str(REPO / "constraints" / "default.txt"), "--baseline-python",
+                         str(baseline), "--venv", str(venv)])
+    report = json.loads(capfd.readouterr().out)
+    assert report["broken"] == {} and report["api_changes"] == ["surface_mod.function: parameter b added (default 1)"]
+    assert code == 1

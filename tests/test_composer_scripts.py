@@ -120,6 +120,14 @@ def test_train_smoke_refuses_amp_on_cpu(tmp_path):
     assert result.stray_files == [], result.stray_files
 
 
+def test_train_smoke_refuses_amp_when_auto_finds_no_gpu(tmp_path):
+    """--device auto (the default) resolves to cpu only in the body: the refusal is made there, before Composer
+    fails deep in its trainer. CUDA is hidden, so the case runs on a GPU machine too."""
+    result = run_python([str(TRAIN), "--precision", "amp_bf16"], tmp_path, env={"CUDA_VISIBLE_DEVICES": ""})
+    assert_one_line_error(result, 2, "--precision amp_bf16 needs a GPU and CUDA is not available")
+    assert result.stray_files == [], result.stray_files
+
+
 # ---- checkpoint_smoke.py (the shared run: conftest's ``checkpoints``) ----
 
 def test_checkpoint_smoke_runs_exactly_its_checks(checkpoints):

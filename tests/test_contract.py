@@ -510,3 +510,18 @@ def test_torch_kept_out_by_a_memory_limit_is_not_called_missing(tmp_path):
     result = run_command(["bash", "-c", command], tmp_path)
     assert_one_line_error(result, 3, "dependency 'torch' is installed but failed to load (")
     assert "pip install torch" not in result.stderr and result.stray_files == []
+
+
+@pytest.mark.parametrize("skill", [pytest.param(path.parents[1], id=path.parts[-3], marks=leg_marks(path))
+                                   for path in sorted(SKILLS_DIR.glob("*/scripts/trap_check.py"))])
+def test_keep_names_the_temporary_output_dir_in_the_json_and_keeps_it(skill, tmp_path):
+    """--keep without --output-dir: the folder stays, and the JSON is the only place that says where it is."""
+    (tmp_path / "clean.py").write_text("x = 1\n")
+    command = [str(skill / "scripts" / "trap_check.py"), "clean.py", "--json"]
+    (tmp_path / "tmp").mkdir()
+    kept = run_python([*command, "--keep"], tmp_path, cwd=tmp_path, env={"TMPDIR": str(tmp_path / "tmp")})
+    assert kept.returncode == 0, kept.stderr
+    assert "output_dir" in kept.json and Path(kept.json["output_dir"]).is_dir(), kept.json
+    shutil.rmtree(kept.json["output_dir"])
+    plain = run_python(command, tmp_path, cwd=tmp_path, env={"TMPDIR": str(tmp_path / "tmp")})
+    assert plain.returncode == 0 and "output_dir" not in plain.json, plain.json

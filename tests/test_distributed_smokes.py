@@ -179,9 +179,9 @@ def test_a_signal_stops_the_launcher_and_every_rank_before_the_script_exits(skil
 
 
 @needs_proc
-@pytest.mark.composer
-def test_a_launch_past_its_timeout_is_stopped_and_the_logs_the_error_names_are_kept(tmp_path):
-    result = run_python([str(script_of("composer-training")), "--launcher", "torchrun", "--device", "cpu",
+@pytest.mark.parametrize("skill", SKILLS)
+def test_a_launch_past_its_timeout_is_stopped_and_the_logs_the_error_names_are_kept(skill, tmp_path):
+    result = run_python([str(script_of(skill)), "--launcher", "torchrun", "--device", "cpu",
                          "--timeout", "3", "--json"], tmp_path)
     assert_launch_stopped(str(tmp_path), tmp_path)
     assert_one_line_error(result, 1, "torchrun: launch did not finish within --timeout 3s")

@@ -94,6 +94,12 @@ REFUSED_BEFORE_TORCH = {  # id: (file, damage, what the one line says after nami
                          "is damaged: global_step 1e+30 is not a step of this script's 6-step run"),
     "global-step-10**30": ("trainer_state.json", set_state(global_step=10**30),
                            f"is damaged: global_step {10**30} is not a step of this script's 6-step run"),
+    "global-step-0": ("trainer_state.json", set_state(global_step=0),
+                      "is damaged: global_step 0 is not a step of this script's 6-step run"),
+    "global-step-minus-1": ("trainer_state.json", set_state(global_step=-1),
+                            "is damaged: global_step -1 is not a step of this script's 6-step run"),
+    "global-step-7": ("trainer_state.json", set_state(global_step=7),
+                      "is damaged: global_step 7 is not a step of this script's 6-step run"),
     "stateful-callbacks-empty": ("trainer_state.json", set_state(stateful_callbacks={}),
                                  "is damaged: stateful_callbacks holds no TrainerControl state"),
 }

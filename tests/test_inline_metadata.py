@@ -1,6 +1,7 @@
 """PEP 723 headers: every skill script declares its dependencies with the tested pins, so `uv run` works."""
 
 import re
+import shutil
 import tomllib
 
 import pytest
@@ -35,3 +36,20 @@ def test_header_pins_the_tested_versions(script):
 def test_sync_tool_reports_nothing_stale(tmp_path):
     result = run_python([str(REPO / "scripts" / "sync_inline_metadata.py"), "--check"], tmp_path)
     assert result.returncode == 0, result.stderr
+
+
+def test_check_changes_nothing_and_stays_stale(tmp_path):
+    """--check only reports: a stale copy is still stale, byte for byte, after one --check and the next."""
+    bundle = tmp_path / "bundle"
+    for folder in ("scripts", "skills", "skill_common", "constraints"):
+        shutil.copytree(REPO / folder, bundle / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "skills.toml", bundle)
+    skill = next(iter(SKILLS))
+    stale_copy = bundle / "skills" / skill / "scripts" / "smoke_contract.py"
+    stale_copy.write_text(stale_copy.read_text() + "# drifted\n")
+    before = {path: path.read_bytes() for path in bundle.rglob("*") if path.is_file()}
+    for attempt in ("first", "second"):
+        result = run_python([str(bundle / "scripts" / "sync_inline_metadata.py"), "--check"], tmp_path / attempt)
+        assert result.returncode == 1 and result.stderr_lines == [
+            f"stale: skills/{skill}/scripts/smoke_contract.py"], result.stderr
+        assert {path: path.read_bytes() for path in bundle.rglob("*") if path.is_file()} == before

@@ -263,3 +263,13 @@ def test_a_signal_midway_leaves_no_temporary_zip(tmp_path, signum):
                          "--out", str(tmp_path / "dist")], tmp_path, timeout=60)
     assert_one_line_error(result, 128 + signum, f"interrupted by {signum.name}")
     assert not list((tmp_path / "dist").iterdir())
+
+
+def test_out_inside_a_skill_not_being_packaged_is_refused(tmp_path):
+    """--skill A --out <B>/dist: the zips would go into the next build and install of B, packaged or not."""
+    first, second = SKILLS[:2]
+    skills = copy_skills(tmp_path, first, second)
+    out = skills / second / "dist"
+    result = run_python([str(SCRIPT), "--skills-dir", str(skills), "--skill", first, "--out", str(out)], tmp_path)
+    assert_one_line_error(result, 2, f"--out '{out}' is inside the skill")
+    assert not out.exists()

@@ -319,3 +319,15 @@ def test_a_child_process_left_running_is_ended_before_the_output_folder_goes(tmp
     temporary folder (making it again outside any output folder) while the script waited for it at exit."""
     run = run_demo(tmp_path, "child", Moment(signal.SIGTERM, False, "ready", 0.3))
     assert "finally: Interrupted" in run.stderr, run.stderr[-2000:]
+
+
+@pytest.mark.parametrize("skill", [skill_param(skill) for skill in skill_dirs()])
+def test_each_skills_copy_of_the_contract_ends_a_run_on_sighup(skill, tmp_path):
+    """A user runs the copy in the skill's scripts/, not skill_common's: a closed terminal must end the run there too
+    (exit 129, one line, the temporary folder gone)."""
+    script = tmp_path / "demo_smoke.py"
+    script.write_text(DEMO.replace(repr(str(REPO / "skill_common")), repr(str(skill / "scripts"))))
+    moment = Moment(signal.SIGHUP, False, "ready", 0.1)
+    run = signal_a_run([sys.executable, str(script), "--mode", "plain", "--json"], tmp_path / "run", moment)
+    problems = run.problems + interrupted_problems(run, "demo_smoke.py", signal.SIGHUP)
+    assert not problems, f"{problems}\n{run.stderr[-2000:]}"

@@ -109,3 +109,13 @@ def test_pins_read_names_as_pip_does(leg):
     lines = [line for line in LEGS[leg].constraints.read_text().splitlines() if "==" in line]
     found = pins(leg)
     assert len(found) == len(lines) and all(name == name.lower() and "_" not in name for name in found), found
+
+
+def test_a_leg_lacking_two_skills_deselects_both(tmp_path, monkeypatch):
+    """With two marked skills outside the latest leg, its suite keeps out the tests of each: "not a and not b"."""
+    manifest_file = tmp_path / "skills.toml"
+    manifest_file.write_text((REPO / "skills.toml").read_text() + NEW_SKILL_ENTRY.replace(
+        'legs = ["default", "latest"]', 'legs = ["default"]\nmarker = "peft"'))
+    monkeypatch.setattr(skill_manifest, "SKILLS", skill_manifest.read_manifest(manifest_file)[2])
+    assert skill_manifest.deselected("latest") == "not composer and not peft"
+    assert skill_manifest.deselected("default") == ""

@@ -224,3 +224,20 @@ def test_repeat_runs_each_script_that_often_and_only_a_failed_run_fails(tmp_path
     [row] = json.loads(result.stdout)["rows"]
     assert runs.read_text().count("run") == 3 and isinstance(row["seconds"], float)
     assert row["ok"] == (fail_run is None) and ("not-the-failing-run" in row["error"]) == (fail_run is not None)
+
+
+def test_a_baseline_import_that_fails_gives_no_ratio(tmp_path):
+    """A skill whose bare import fails (its stack missing from this venv) has no baseline: the row's ratio is None,
+    '-' in the table, never a multiple of the time the failing import took."""
+    make_skill(tmp_path / "skills", "composer-training", ["good_smoke.py"])
+    shadow = tmp_path / "shadow" / "composer"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('composer is not installed here')\n")
+    python_path = os.pathsep.join([str(shadow.parent), isolated_env(tmp_path)["PYTHONPATH"]])
+    command = [str(RUNNER), "--skills-dir", str(tmp_path / "skills"), "--device", "cpu"]
+    result = run_python([*command, "--json"], tmp_path, env={"PYTHONPATH": python_path})
+    assert result.returncode == 0, result.stderr
+    row, = json.loads(result.stdout)["rows"]
+    assert row["ratio"] is None, row
+    table = run_python(command, tmp_path, env={"PYTHONPATH": python_path})
+    assert table.returncode == 0 and table.stdout.splitlines()[2].split()[5] == "-", table.stdout

@@ -91,3 +91,9 @@ def test_output_dir_exists_is_read_not_made(decide, tmp_path):
     assert decide()["output_dir_exists"] is False and not (tmp_path / "out").exists()
     (tmp_path / "out").mkdir()
     assert decide()["output_dir_exists"] is True
+
+
+@pytest.mark.parametrize("metric", ["loss", "eval_loss"])
+def test_the_eval_loss_is_a_known_metric_without_being_a_metric_key(decide, metric):
+    """Trainer logs eval_loss whatever compute_metrics returns: --metric-keys accuracy must not refuse it."""
+    assert decide("--metric_for_best_model", metric, "--metric-keys", "accuracy")["notices"] == []
