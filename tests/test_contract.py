@@ -410,6 +410,51 @@ def test_a_killed_runs_marker_binds_no_one(tmp_path):
     assert not (out / ".smoke-run").exists()
 
 
+NOTHING_SMOKE = textwrap.dedent(f"""
+    import sys
+    sys.path.insert(0, {str(CONTRACT.parent)!r})
+    from smoke_contract import build_parser, run_main
+
+    parser = build_parser("nothing_smoke.py", "demo", "python scripts/nothing_smoke.py")
+    sys.exit(run_main("nothing_smoke.py", parser, lambda run: run.check("ran", True, "done"), []))
+""")
+
+
+def test_a_marker_is_taken_over_only_when_a_run_left_it(tmp_path):
+    """A hard link named .smoke-run had its outside file truncated and rewritten (and removed from the folder at
+    exit), a file of the user's notes with that name was taken over and deleted, a named pipe gave "unexpected
+    OSError", a directory "is not writable". Only a regular file with no other link holding a run's holder line, or
+    nothing (a run killed before writing it), is taken over; anything else is refused as not empty, left as it was."""
+    script = tmp_path / "nothing_smoke.py"
+    script.write_text(NOTHING_SMOKE)
+    outside = tmp_path / "precious.txt"
+    outside.write_text("precious\n")
+    for folder in ("home", "tmpdir"):  # run_python's, made before the first look
+        (tmp_path / folder).mkdir()
+    makers = {
+        "a file with 1 other hard link(s)": lambda marker: os.link(outside, marker),
+        "a symbolic link": lambda marker: marker.symlink_to(outside),
+        "a file that is not a smoke run's marker": lambda marker: marker.write_text("my notes\n"),
+        "a named pipe": os.mkfifo,
+        "a directory": os.mkdir,
+    }
+    for what, make in makers.items():
+        out = tmp_path / what.replace(" ", "-")
+        out.mkdir()
+        make(out / ".smoke-run")
+        before = tree_state(tmp_path)
+        result = run_python([str(script), "--output-dir", str(out)], tmp_path)
+        assert_one_line_error(result, 2, f"is not empty (.smoke-run there is {what}, not a smoke run's marker")
+        assert tree_state(tmp_path) == before, what
+        assert outside.read_text() == "precious\n"
+    for content in ("", "nothing_smoke.py, pid 12, started 2026-12-04 21:00:00 UTC\n"):  # runs killed before / after
+        out = tmp_path / f"left-{len(content)}"
+        out.mkdir()
+        (out / ".smoke-run").write_text(content)
+        result = run_python([str(script), "--output-dir", str(out)], tmp_path)
+        assert result.returncode == 0 and os.listdir(out) == [".cache"], result.stderr[-2000:]
+
+
 def test_a_checker_given_a_folder_another_run_holds_removes_nothing_in_it(tmp_path):
     """`trap_check.py --output-dir X` removed the empty .cache folders of a smoke run importing torch in X, which then
     failed with FileNotFoundError: what another run holds is refused, and nothing in it is removed."""

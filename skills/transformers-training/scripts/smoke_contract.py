@@ -52,8 +52,10 @@ import importlib.metadata
 import json
 import math
 import os
+import re
 import shutil
 import signal
+import stat
 import sys
 import tempfile
 import threading
@@ -557,7 +559,7 @@ class _Claim:
     is refused (exit 2) naming the run that holds it. The lock is the kernel's, so a run killed by SIGKILL or the
     OOM killer holds nothing: its marker stays (it never ran its clean-up) but binds no one. A later run takes over
     a folder that holds nothing else, and refuses one with the killed run's files as not empty, saying whose they
-    are."""
+    are. Only a marker a run left is taken over (_open_marker, _holder_line): never a link, a pipe or a user's file."""
 
     def __init__(self, marker: Path, fd: int, script: str):
         self.marker, self.fd, self.script = marker, fd, script
@@ -570,10 +572,9 @@ class _Claim:
     def take(cls, folder: Path, script: str, named: str) -> _Claim:
         marker = folder / CLAIM_FILE
         while True:
-            try:
-                fd = os.open(marker, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-            except OSError as exc:
-                raise SmokeError(f"{named} is not writable: {exc.strerror or exc}", EXIT_USAGE) from None
+            fd = _open_marker(marker, named)
+            if fd is None:
+                continue  # a stale marker went between our two opens: make a fresh one
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -585,9 +586,13 @@ class _Claim:
                 raise SmokeError(f"{named} cannot be locked for this run ({exc.strerror or exc}); give a folder on "
                                  "a local disk", EXIT_USAGE) from None
             claim = cls(marker, fd, script)
-            if claim._is_at_marker():
-                return claim
-            os.close(fd)  # its holder removed the marker between our open and our lock: a fresh one is due
+            if not claim._is_at_marker():
+                os.close(fd)  # its holder removed the marker between our open and our lock: a fresh one is due
+                continue
+            if not _holder_line(os.pread(fd, MAX_HOLDER_BYTES + 1, 0)):
+                os.close(fd)  # someone's own file of that name: never truncated, never removed
+                raise _not_a_marker(named, "a file that is not a smoke run's marker")
+            return claim
 
     def _is_at_marker(self) -> bool:
         try:
@@ -599,8 +604,9 @@ class _Claim:
     def write_holder(self) -> None:
         """Say who holds the folder, for the run that is refused (a stale marker's text is replaced)."""
         started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-        os.ftruncate(self.fd, 0)
-        os.pwrite(self.fd, f"{self.script}, pid {os.getpid()}, started {started}\n".encode(), 0)
+        with contextlib.suppress(OSError):  # a full disk: the refused run then names "one that is starting"
+            os.ftruncate(self.fd, 0)
+            os.pwrite(self.fd, f"{self.script}, pid {os.getpid()}, started {started}\n".encode(), 0)
 
     def release(self) -> None:
         """Remove the marker if it is still ours, then unlock: never another run's marker. Forked children share the
@@ -612,6 +618,63 @@ class _Claim:
                 self.marker.unlink()
         os.close(self.fd)
         self.fd = None
+
+
+MAX_HOLDER_BYTES = 1000
+# What write_holder writes; a marker that holds anything else is not taken over
+HOLDER_LINE = re.compile(rb"[^\n]{1,300}, pid \d+, started \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\n")
+
+
+def _holder_line(content: bytes) -> bool:
+    """Whether a marker's content is one a run of this contract left: its holder line, or nothing (a run killed
+    between making the marker and writing it; an empty file of anyone's loses nothing when taken over)."""
+    return not content or (len(content) <= MAX_HOLDER_BYTES and HOLDER_LINE.fullmatch(content) is not None)
+
+
+def _open_marker(marker: Path, named: str) -> int | None:
+    """The marker, made afresh or an existing one opened for a take-over; None if it went between the two tries. Only
+    a regular file with no other hard link is opened (never through a link, never a pipe or a device): writing to
+    anything else would write outside the folder or block. O_NONBLOCK: a named pipe never blocks the open."""
+    flags = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        return os.open(marker, flags | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise SmokeError(f"{named} is not writable: {exc.strerror or exc}", EXIT_USAGE) from None
+    try:
+        found = os.lstat(marker)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise SmokeError(f"{named} is not writable: {exc.strerror or exc}", EXIT_USAGE) from None
+    if not stat.S_ISREG(found.st_mode) or found.st_nlink != 1:
+        raise _not_a_marker(named, _what_it_is(found))
+    try:
+        fd = os.open(marker, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:  # ELOOP: replaced by a link since the look
+        raise SmokeError(f"{named} is not empty ({CLAIM_FILE} cannot be opened as a marker: {exc.strerror or exc}); "
+                         "give a new or empty folder", EXIT_USAGE) from None
+    opened = os.fstat(fd)
+    if not stat.S_ISREG(opened.st_mode) or opened.st_nlink != 1:
+        os.close(fd)
+        raise _not_a_marker(named, _what_it_is(opened))
+    return fd
+
+
+def _what_it_is(found: os.stat_result) -> str:
+    if stat.S_ISREG(found.st_mode):
+        return f"a file with {found.st_nlink - 1} other hard link(s)"  # writing it would write outside the folder
+    kinds = {stat.S_ISDIR: "a directory", stat.S_ISLNK: "a symbolic link", stat.S_ISFIFO: "a named pipe",
+             stat.S_ISSOCK: "a socket"}
+    return next((name for test, name in kinds.items() if test(found.st_mode)), "a device file")
+
+
+def _not_a_marker(named: str, what: str) -> SmokeError:
+    return SmokeError(f"{named} is not empty ({CLAIM_FILE} there is {what}, not a smoke run's marker; it is left "
+                      "as it is); give a new or empty folder", EXIT_USAGE)
 
 
 def _holder_text(fd: int) -> str:
@@ -637,8 +700,11 @@ def _refuse_unless_empty(folder: Path, named: str, claimed: bool = False) -> Non
     left_by = ""
     if CLAIM_FILE in entries and not claimed:
         try:
-            fd = os.open(folder / CLAIM_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = os.open(folder / CLAIM_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError:
+            fd = None
+        if fd is not None and not stat.S_ISREG(os.fstat(fd).st_mode):  # a directory, a pipe: no holder to name
+            os.close(fd)
             fd = None
         if fd is not None:
             try:
