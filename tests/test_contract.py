@@ -548,6 +548,50 @@ def test_a_package_that_fails_to_load_is_told_from_a_missing_one(tmp_path):
         assert "pip install " + module not in result.stderr, result.stderr
 
 
+def test_out_of_memory_and_an_unreadable_version_are_one_line_and_a_summary(tmp_path):
+    """Under `ulimit -v` a bare MemoryError (no message) was "error: unexpected MemoryError:" and, with --json, reading
+    a package's version raised inside the summary: a traceback. A version that cannot be read (here a broken
+    METADATA, a real one on sys.path) is null; a MemoryError is named "out of memory", in a check or in an import."""
+    site = tmp_path / "site"
+    (site / "broken_dist-1.0.dist-info").mkdir(parents=True)
+    (site / "broken_dist-1.0.dist-info" / "METADATA").write_bytes(b"Metadata-Version: 2.1\nName: broken-dist\n"
+                                                                  b"Version: \xff\xfe\n")
+    (site / "memory_hungry_pkg.py").write_text("raise MemoryError\n")
+    script = tmp_path / "memory_smoke.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        sys.path[:0] = [{str(CONTRACT.parent)!r}, {str(site)!r}]
+        from smoke_contract import build_parser, require, run_main
+
+        def body(run):
+            if run.args.mode == "import":
+                require("memory_hungry_pkg", "pip install memory-hungry-pkg")
+            raise MemoryError
+
+        parser = build_parser("memory_smoke.py", "demo", "python scripts/memory_smoke.py")
+        parser.add_argument("mode", choices=["import", "check"])
+        sys.exit(run_main("memory_smoke.py", parser, body, ["broken-dist"]))
+    """))
+    for mode, code, error in (("check", 1, "memory_smoke.py: error: unexpected MemoryError: out of memory"),
+                              ("import", 3, "'memory_hungry_pkg' is installed but failed to load (MemoryError: out "
+                                            "of memory)")):
+        result = run_python([str(script), mode, "--json"], tmp_path)
+        assert_one_line_error(result, code, error)
+        assert result.json["versions"] == {"broken-dist": None} and result.json["exit_code"] == code
+
+
+@pytest.mark.composer  # the limit is measured on the first leg's stack (torch 2.7); the latest stack trains under it
+def test_a_memory_limit_that_lets_torch_load_but_not_the_trainer_is_exit_3_with_a_summary(tmp_path):
+    """The outside tester's `ulimit -v 4000000`: torch loads, then transformers.trainer (imported by _tiny_runs.py
+    outside require) raised a bare MemoryError: "unexpected MemoryError:", exit 1, and with --json a traceback from
+    the versions of the summary."""
+    script = SKILLS_DIR / "transformers-training" / "scripts" / "train_smoke.py"
+    command = f"ulimit -v 4000000 && exec {shlex.quote(sys.executable)} {shlex.quote(str(script))} --device cpu --json"
+    result = run_command(["bash", "-c", command], tmp_path)
+    assert_one_line_error(result, 3, "is installed but failed to load (")
+    assert result.json["exit_code"] == 3 and result.stray_files == []
+
+
 def test_torch_kept_out_by_a_memory_limit_is_not_called_missing(tmp_path):
     """The outside tester's run, with a limit so low (300 MB of address space) that torch's own library cannot map."""
     script = SKILLS_DIR / "transformers-training" / "scripts" / "training_args_smoke.py"

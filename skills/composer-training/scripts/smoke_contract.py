@@ -374,7 +374,7 @@ def require(module: str, pip_line: str):
 
 
 def _failed_to_load(module: str, exc: Exception) -> str:
-    error = " ".join(f"{type(exc).__name__}: {exc}".split())[:400]
+    error = _exception_line(exc)[:400]
     return (f"dependency {module!r} is installed but failed to load ({error}); not a missing package: look for a "
             "memory limit (ulimit -v) or a broken install (pip install --force-reinstall)")
 
@@ -384,7 +384,7 @@ def package_versions(distributions: list[str]) -> dict[str, str | None]:
     for name in distributions:
         try:
             versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
+        except Exception:  # noqa: BLE001 - not installed, a broken METADATA, a memory limit: null, never a traceback
             versions[name] = None
     return versions
 
@@ -728,7 +728,14 @@ def _error_text(exc: Exception) -> str:
         _source, destination, reason = copies[0]
         more = f" (and {len(copies) - 1} more)" if len(copies) > 1 else ""
         return " ".join(f"Error: copying to {destination!r} failed: {reason}{more}".split())
-    return " ".join(f"{type(exc).__name__}: {exc}".split())
+    return _exception_line(exc)
+
+
+def _exception_line(exc: BaseException) -> str:
+    """``Type: message`` on one line. A MemoryError usually has no message (the allocation that failed says
+    nothing): it is named "out of memory", so the line never ends in an empty message."""
+    message = " ".join(str(exc).split()) or ("out of memory" if isinstance(exc, MemoryError) else "")
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
 def _refuse_braces(path: Path, named: str, remedy: str) -> None:
