@@ -21,7 +21,8 @@ The contract (``references/smoke-script-contract.md`` explains it for users):
              (set SMOKE_DEBUG=1 to see the traceback of an unexpected error)
   files      written only inside the output directory, which is a fresh temporary directory removed at exit
              unless --output-dir or --keep is given; every cache or module folder the stack reads from a variable
-             (CACHE_ENV; log outputs in OUTPUT_ENV_IF_SET when set) is pointed into it and the Hugging Face libraries
+             (CACHE_ENV; log outputs in OUTPUT_ENV_IF_SET when set; SSLKEYLOGFILE, in CLEARED_ENV, is removed) is
+             pointed into it and the Hugging Face libraries
              are put in offline mode before they are imported; distributed variables inherited from a launcher or a
              cluster job (RANK, MASTER_ADDR...) are cleared, with one log line
   claim      a run holds its output directory (_Claim: CLAIM_FILE, flock-locked, removed at exit): a second run
@@ -150,6 +151,12 @@ OUTPUT_ENV_IF_SET = {
     "NETWORK_DEBUG_REPORT_PATH": "logs/network-debug-report.json",
     "TENSORBOARD_LOGGING_DIR": "logs/tensorboard",
     "MOSAICML_LOG_DIR": "logs/mosaicml",  # the composer launcher's rank logs ("false" turns them off: kept)
+    "PYTORCH_TUNABLEOP_FILENAME": "logs/tunableop-results.csv",  # TunableOp's tuned GEMMs (GPU, when enabled)
+}
+# Files a library would write outside the output directory that the run has no use for: removed from the environment.
+CLEARED_ENV = {
+    "SSLKEYLOGFILE": "TLS session keys (ssl, urllib3, httpx append to it): the run makes no TLS connection, and a "
+                     "copy of that secret-bearing file inside the output directory would outlive the run with --keep",
 }
 # What torchrun, the composer launcher, accelerate and MPI set for one rank of a job. A smoke script inherits them
 # inside a cluster job or a launched shell; left in place, torch would try to join that job (connect to its
@@ -457,6 +464,8 @@ class SmokeRun:
             path = cache_root / relative
             path.mkdir(parents=True, exist_ok=True)
             os.environ[name] = str(path)
+        for name in CLEARED_ENV:
+            os.environ.pop(name, None)
         for name, relative in OUTPUT_ENV_IF_SET.items():
             if os.environ.get(name, "false").lower() != "false":
                 path = cache_root / relative
