@@ -33,10 +33,10 @@ The contract (``references/smoke-script-contract.md`` explains it for users):
              exit 128 + the signal (130, 143, 129). It is raised once, so later signals do not cut the body's clean-up
              short, and once a signal came the run ends as interrupted whatever the body did next. A signal during
              an import is raised when the import is done (at the next require(), check or step): an exception inside
-             torch's import can abort the process. One before the body stops it as it starts; one after it (while
-             the summary is written) is ignored. A process forked from the script dies by the signal as it would
-             without the contract; one the checks started with multiprocessing and left running is killed before
-             the output directory is removed. Importing Composer installs its own handler (``sys.exit(128 + signal)``):
+             torch's import can abort the process. One before the body stops it as it starts; one after it (from the
+             summary on) is ignored (SIG_IGN), until the process exits when run_main read sys.argv itself. A
+             process forked from the script dies by the signal as it would without the contract; one the checks
+             started with multiprocessing and left running is killed before the output directory is removed. Importing Composer installs its own handler (``sys.exit(128 + signal)``):
              ``require`` takes the signals back, and a SystemExit with that code from the body counts as the
              interruption it is.
   stdout     a summary that cannot be written (a closed pipe, a full disk) is a failure: exit 1 unless the run
@@ -194,7 +194,8 @@ class _SignalGate:
 
     active: _SignalGate | None = None  # the gate of the run_main in progress, for require() and SmokeRun
 
-    def __init__(self):
+    def __init__(self, until_exit: bool = False):
+        self.until_exit = until_exit
         self.pid = os.getpid()
         self.in_body = False
         self.signum: int | None = None  # the first stop signal of the run
@@ -211,8 +212,18 @@ class _SignalGate:
 
     def __exit__(self, *exc_info) -> None:
         _SignalGate.active = None
+        if self.until_exit:
+            return  # ignored since the summary (ignore_from_summary), until the process exits
         for signum, handler in self.previous.items():
             signal.signal(signum, handler or signal.SIG_DFL)  # None: a handler set outside Python
+
+    def ignore_from_summary(self) -> None:
+        """The outcome is decided: a signal from here on is ignored, so the exit code cannot disagree with the
+        summary (a late Ctrl-C once gave exit 130 after a summary saying ok). For a command-line run
+        (``until_exit``) they stay ignored after run_main returns, while the process exits; a caller that passed its
+        own argv gets its handlers back."""
+        for signum in self.previous:
+            signal.signal(signum, signal.SIG_IGN)
 
     def reclaim(self) -> None:
         """Set the handlers again where an import replaced them (Composer installs its own)."""
@@ -766,10 +777,11 @@ def run_main(script: str, parser: argparse.ArgumentParser, body, distributions: 
     ``body(run)`` records checks with ``run.check``; a failed check gives exit code 1. SIGINT, SIGTERM and SIGHUP
     reach the body as ``Interrupted`` (exit 130 / 143 / 129); the temporary output directory is removed in every case.
     """
+    command_line = argv is None  # the script's own run: the process exits when run_main returns
     argv = sys.argv[1:] if argv is None else argv
     json_requested = "--json" in argv  # the parser takes no abbreviation, so this is the only spelling
     run = None
-    with _SignalGate() as gate:
+    with _SignalGate(until_exit=command_line) as gate:
         try:
             try:
                 args = parser.parse_args(argv)
@@ -793,6 +805,7 @@ def run_main(script: str, parser: argparse.ArgumentParser, body, distributions: 
                 if os.environ.get("SMOKE_DEBUG"):
                     traceback.print_exc()
                 exit_code, error = EXIT_CHECK_FAILED, f"unexpected {_error_text(exc)}"[:500]
+            gate.ignore_from_summary()
             summary = None
             if json_requested:
                 summary = run.summary(error, exit_code) if run else {

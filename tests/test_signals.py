@@ -319,3 +319,24 @@ def test_a_child_process_left_running_is_ended_before_the_output_folder_goes(tmp
     temporary folder (making it again outside any output folder) while the script waited for it at exit."""
     run = run_demo(tmp_path, "child", Moment(signal.SIGTERM, False, "ready", 0.3))
     assert "finally: Interrupted" in run.stderr, run.stderr[-2000:]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_after_the_summary_does_not_change_the_outcome(tmp_path, signum):
+    """A late Ctrl-C, once the default handlers were back while the process shut down, gave exit 130 after a summary
+    saying ok, with no error line. The script signals itself right after run_main returns: the window, made exact."""
+    script = tmp_path / "late_smoke.py"
+    script.write_text(textwrap.dedent(f"""
+        import os, sys
+        sys.path.insert(0, {str(REPO / "skill_common")!r})
+        from smoke_contract import build_parser, run_main
+
+        parser = build_parser("late_smoke.py", "demo", "python scripts/late_smoke.py --json")
+        code = run_main("late_smoke.py", parser, lambda run: run.check("ran", True, "done"), [])
+        os.kill(os.getpid(), {int(signum)})
+        sys.exit(code)
+    """))
+    result = subprocess.run([sys.executable, str(script), "--json"], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=60, env=isolated_env(tmp_path))
+    assert result.returncode == 0 and json.loads(result.stdout)["exit_code"] == 0, (result.returncode, result.stderr)
+    assert "Traceback" not in result.stderr and ": error: " not in result.stderr, result.stderr
