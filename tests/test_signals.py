@@ -340,3 +340,48 @@ def test_a_signal_after_the_summary_does_not_change_the_outcome(tmp_path, signum
                             timeout=60, env=isolated_env(tmp_path))
     assert result.returncode == 0 and json.loads(result.stdout)["exit_code"] == 0, (result.returncode, result.stderr)
     assert "Traceback" not in result.stderr and ": error: " not in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_an_import_stuck_in_c_is_ended_by_sigterm_or_sighup(tmp_path, signum):
+    """Under `ulimit -v 3500000` numpy's import hung in OpenBLAS (its thread start retrying ENOMEM forever, inside
+    dlopen, holding the interpreter) and SIGTERM did nothing: the contract's Python handler never ran, or held the
+    signal until an import that never ends was done. Here an import calls libc's sleep through ctypes.PyDLL (which
+    keeps the GIL) again and again. During require's import SIGTERM and SIGHUP keep their default action: the
+    process dies by the signal, leaving its temporary folder (documented) with the marker naming it."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "stuck_in_c.py").write_text(textwrap.dedent("""
+        import ctypes, sys
+        print("importing", file=sys.stderr, flush=True)
+        libc = ctypes.PyDLL(None)
+        while True:  # like OpenBLAS retrying: each return goes straight back into C
+            libc.sleep(600)
+    """))
+    script = tmp_path / "stuck_smoke.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        sys.path[:0] = [{str(REPO / "skill_common")!r}, {str(site)!r}]
+        from smoke_contract import build_parser, require, run_main
+
+        parser = build_parser("stuck_smoke.py", "demo", "python scripts/stuck_smoke.py --json")
+        sys.exit(run_main("stuck_smoke.py", parser, lambda run: require("stuck_in_c", "pip install stuck"), []))
+    """))
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    process = subprocess.Popen([sys.executable, str(script), "--json"], cwd=tmp_path, text=True,
+                               env=isolated_env(tmp_path, {"TMPDIR": str(tmpdir)}), stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert process.stderr.readline().strip() == "importing"
+        process.send_signal(signum)
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stdout.close()
+        process.stderr.close()
+    assert process.returncode == -signum, process.returncode
+    left = list(tmpdir.glob("smoke-*/.smoke-run"))
+    assert len(left) == 1 and left[0].read_text().startswith(f"stuck_smoke.py, pid {process.pid}, "), left

@@ -33,7 +33,9 @@ The contract (``references/smoke-script-contract.md`` explains it for users):
              exit 128 + the signal (130, 143, 129). It is raised once, so later signals do not cut the body's clean-up
              short, and once a signal came the run ends as interrupted whatever the body did next. A signal during
              an import is raised when the import is done (at the next require(), check or step): an exception inside
-             torch's import can abort the process. One before the body stops it as it starts; one after it (from the
+             torch's import can abort the process. But while require() imports, SIGTERM and SIGHUP keep their default
+             action (an import stuck in C never lets a Python handler run): the process dies by the signal, with no
+             summary, and a temporary output directory is left (smoke-* in TMPDIR). One before the body stops it as it starts; one after it (from the
              summary on) is ignored (SIG_IGN), until the process exits when run_main read sys.argv itself. A
              process forked from the script dies by the signal as it would without the contract; one the checks
              started with multiprocessing and left running is killed before the output directory is removed. Importing Composer installs its own handler (``sys.exit(128 + signal)``):
@@ -81,7 +83,8 @@ EXIT_CODES_HELP = """exit codes:
      (the message names the error: a memory limit, a broken install)
   4  the requested device is not there (--device gpu without CUDA)
   129, 130, 143  interrupted by SIGHUP (a closed terminal), SIGINT (Ctrl-C) or SIGTERM; the temporary
-                 output directory is removed"""
+                 output directory is removed, unless SIGHUP or SIGTERM ended the process while a library was
+                 being imported (then smoke-* is left in TMPDIR)"""
 
 # Variables set before any Hugging Face or torch import so nothing is fetched and nothing is cached outside
 # the output directory. Values are relative to the output directory's ".cache" folder, or literal strings.
@@ -377,7 +380,8 @@ def require(module: str, pip_line: str):
     """Import ``module`` or fail with exit code 3: not installed, with the pip line that fixes it; installed but failing
     to load (a shared library a memory limit kept out, a broken install), with the error it raised."""
     try:
-        imported = importlib.import_module(module)
+        with _ended_by_supervisor_signals():
+            imported = importlib.import_module(module)
     except ModuleNotFoundError as exc:
         if exc.name is not None and (module == exc.name or module.startswith(exc.name + ".")):
             raise SmokeError(f"missing dependency {module!r} ({exc}); fix: {pip_line}",
@@ -389,6 +393,29 @@ def require(module: str, pip_line: str):
         _SignalGate.active.reclaim()  # `import composer` replaces the SIGINT and SIGTERM handlers with its own
     _interrupt_point()
     return imported
+
+
+SUPERVISOR_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def _ended_by_supervisor_signals():
+    """SIGTERM and SIGHUP end the process (their default action) while require() imports. A Python handler runs only
+    between bytecodes: an import stuck in C holding the interpreter (OpenBLAS's thread start retrying ENOMEM forever
+    under `ulimit -v`, inside numpy's dlopen) never lets it run, so `kill`, `timeout` or a closed terminal could not
+    end the run, only SIGKILL. The price: a run ended there writes no summary and leaves its temporary folder
+    (smoke-* in TMPDIR, its .smoke-run naming the script and pid). SIGINT stays held (raised when the import is
+    done): Ctrl-C keeps its clean outcome, and Ctrl-\\ (SIGQUIT) or `kill` ends a stuck import."""
+    gate = _SignalGate.active
+    ending = [signum for signum in SUPERVISOR_SIGNALS if gate is not None and signum in gate.previous
+              and threading.current_thread() is threading.main_thread()]
+    for signum in ending:
+        signal.signal(signum, signal.SIG_DFL)
+    try:
+        yield
+    finally:
+        for signum in ending:
+            signal.signal(signum, gate.handle)
 
 
 def _failed_to_load(module: str, exc: Exception) -> str:
