@@ -35,10 +35,11 @@ The contract (``references/smoke-script-contract.md`` explains it for users):
              an import is raised when the import is done (at the next require(), check or step): an exception inside
              torch's import can abort the process. But while require() imports, SIGTERM and SIGHUP keep their default
              action (an import stuck in C never lets a Python handler run): the process dies by the signal, with no
-             summary, and a temporary output directory is left (smoke-* in TMPDIR). One before the body stops it as it starts; one after it (from the
-             summary on) is ignored (SIG_IGN), until the process exits when run_main read sys.argv itself. A
-             process forked from the script dies by the signal as it would without the contract; one the checks
-             started with multiprocessing and left running is killed before the output directory is removed. Importing Composer installs its own handler (``sys.exit(128 + signal)``):
+             summary, and a temporary output directory is left (smoke-* in TMPDIR). One before the body stops it
+             as it starts; one after it (from the summary on) is ignored (SIG_IGN), until the process exits when
+             run_main read sys.argv itself. A process forked from the script dies by the signal as it would without
+             the contract; one the checks started with multiprocessing and left running is killed before the output
+             directory is removed. Importing Composer installs its own handler (``sys.exit(128 + signal)``):
              ``require`` takes the signals back, and a SystemExit with that code from the body counts as the
              interruption it is.
   stdout     a summary that cannot be written (a closed pipe, a full disk) is a failure: exit 1 unless the run
