@@ -44,10 +44,10 @@ def test_a_stray_file_is_caught(tmp_path):
 # ---- every variable the installed stack reads for a cache or a folder it writes or imports from ----
 
 STACK = ("torch", "torchvision", "triton", "transformers", "huggingface_hub", "tokenizers", "safetensors", "datasets",
-         "evaluate", "accelerate", "composer", "torchmetrics")
+         "evaluate", "accelerate", "composer", "torchmetrics", "ssl", "urllib3", "httpx", "requests")  # and their HTTP
 READ = re.compile(r"""(?:getenv|environ\.get|environ\.setdefault|environ\[|\benv_\w*|_env\w*)\(?\s*\[?\s*["']([A-Z][A-Z0-9_]*)["']""")
 NAMED = re.compile(r"""^\s*\w*ENV\w*\s*=\s*["']([A-Z][A-Z0-9_]*)["']""", re.MULTILINE)  # ENV_TORCH_HOME = "TORCH_HOME"
-PATH_LIKE = re.compile(r"(CACHE|_HOME|_DIR|_PATH|_FILE|_ROOT)$")
+PATH_LIKE = re.compile(r"(CACHE|_HOME|_DIR|_PATH|_FILE|FILENAME|LOGFILE|_ROOT)$")  # SSLKEYLOGFILE, ..._FILENAME
 # Names that say "path" but that a smoke run never writes or imports code from, by what the library does with them.
 TOOLCHAIN = ("CUDA_HOME CUDA_INC_PATH CUDA_PATH CUDNN_HOME CUDNN_PATH CPLUS_INCLUDE_PATH LD_LIBRARY_PATH "
              "LEVEL_ZERO_V1_SDK_PATH LLVM_PASS_PLUGIN_PATH NVSHMEM_LIB_DIR NVTOOLSEXT_PATH ONEAPI_ROOT ROCM_HOME "
@@ -78,10 +78,11 @@ def paths_read_by_the_stack() -> set[str]:
     names = set()
     for package in STACK:
         spec = importlib.util.find_spec(package)
-        for root in (spec.submodule_search_locations or []) if spec else []:
-            for source in Path(root).rglob("*.py"):
-                text = source.read_text(errors="ignore")
-                names.update(match.group(1) for pattern in (READ, NAMED) for match in pattern.finditer(text))
+        roots = (spec.submodule_search_locations or []) if spec else []
+        sources = [source for root in roots for source in Path(root).rglob("*.py")]
+        for source in sources or ([Path(spec.origin)] if spec and spec.origin else []):  # ssl is one file
+            text = source.read_text(errors="ignore")
+            names.update(match.group(1) for pattern in (READ, NAMED) for match in pattern.finditer(text))
     return {name for name in names if PATH_LIKE.search(name)}
 
 
@@ -91,7 +92,7 @@ def test_every_cache_or_module_path_the_stack_reads_is_pointed_into_the_output_d
     says cache, home, dir, path, file or root: each is redirected by the contract or named here with the reason it is
     not."""
     contract = import_script(SKILLS_DIR / "transformers-training" / "scripts" / "smoke_contract.py")
-    handled = set(contract.CACHE_ENV) | set(contract.OUTPUT_ENV_IF_SET) | set(NOT_REDIRECTED)
+    handled = set(contract.CACHE_ENV) | set(contract.OUTPUT_ENV_IF_SET) | set(contract.CLEARED_ENV) | set(NOT_REDIRECTED)
     assert sorted(paths_read_by_the_stack() - handled) == []
 
 
@@ -116,6 +117,7 @@ def test_cache_and_module_variables_set_outside_are_neither_written_nor_imported
     for folder in env.values():
         Path(folder).mkdir()
     env["HF_MODULES_CACHE"] = str(outside / "HF_MODULES_CACHE")
+    env.update({name: str(outside / name) for name in contract.CLEARED_ENV})  # files, made by the first write
     result = run_python([str(script), "--device", "cpu", "--json"], tmp_path, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     assert not ran.exists(), "train_smoke.py imported the code planted in HF_MODULES_CACHE"

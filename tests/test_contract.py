@@ -410,6 +410,51 @@ def test_a_killed_runs_marker_binds_no_one(tmp_path):
     assert not (out / ".smoke-run").exists()
 
 
+NOTHING_SMOKE = textwrap.dedent(f"""
+    import sys
+    sys.path.insert(0, {str(CONTRACT.parent)!r})
+    from smoke_contract import build_parser, run_main
+
+    parser = build_parser("nothing_smoke.py", "demo", "python scripts/nothing_smoke.py")
+    sys.exit(run_main("nothing_smoke.py", parser, lambda run: run.check("ran", True, "done"), []))
+""")
+
+
+def test_a_marker_is_taken_over_only_when_a_run_left_it(tmp_path):
+    """A hard link named .smoke-run had its outside file truncated and rewritten (and removed from the folder at
+    exit), a file of the user's notes with that name was taken over and deleted, a named pipe gave "unexpected
+    OSError", a directory "is not writable". Only a regular file with no other link holding a run's holder line, or
+    nothing (a run killed before writing it), is taken over; anything else is refused as not empty, left as it was."""
+    script = tmp_path / "nothing_smoke.py"
+    script.write_text(NOTHING_SMOKE)
+    outside = tmp_path / "precious.txt"
+    outside.write_text("precious\n")
+    for folder in ("home", "tmpdir"):  # run_python's, made before the first look
+        (tmp_path / folder).mkdir()
+    makers = {
+        "a file with 1 other hard link(s)": lambda marker: os.link(outside, marker),
+        "a symbolic link": lambda marker: marker.symlink_to(outside),
+        "a file that is not a smoke run's marker": lambda marker: marker.write_text("my notes\n"),
+        "a named pipe": os.mkfifo,
+        "a directory": os.mkdir,
+    }
+    for what, make in makers.items():
+        out = tmp_path / what.replace(" ", "-")
+        out.mkdir()
+        make(out / ".smoke-run")
+        before = tree_state(tmp_path)
+        result = run_python([str(script), "--output-dir", str(out)], tmp_path)
+        assert_one_line_error(result, 2, f"is not empty (.smoke-run there is {what}, not a smoke run's marker")
+        assert tree_state(tmp_path) == before, what
+        assert outside.read_text() == "precious\n"
+    for content in ("", "nothing_smoke.py, pid 12, started 2026-12-04 21:00:00 UTC\n"):  # runs killed before / after
+        out = tmp_path / f"left-{len(content)}"
+        out.mkdir()
+        (out / ".smoke-run").write_text(content)
+        result = run_python([str(script), "--output-dir", str(out)], tmp_path)
+        assert result.returncode == 0 and os.listdir(out) == [".cache"], result.stderr[-2000:]
+
+
 def test_a_checker_given_a_folder_another_run_holds_removes_nothing_in_it(tmp_path):
     """`trap_check.py --output-dir X` removed the empty .cache folders of a smoke run importing torch in X, which then
     failed with FileNotFoundError: what another run holds is refused, and nothing in it is removed."""
@@ -501,6 +546,50 @@ def test_a_package_that_fails_to_load_is_told_from_a_missing_one(tmp_path):
         result = run_python([str(script), module], tmp_path)
         assert_one_line_error(result, 3, f"dependency {module!r} is installed but failed to load ({error})")
         assert "pip install " + module not in result.stderr, result.stderr
+
+
+def test_out_of_memory_and_an_unreadable_version_are_one_line_and_a_summary(tmp_path):
+    """Under `ulimit -v` a bare MemoryError (no message) was "error: unexpected MemoryError:" and, with --json, reading
+    a package's version raised inside the summary: a traceback. A version that cannot be read (here a broken
+    METADATA, a real one on sys.path) is null; a MemoryError is named "out of memory", in a check or in an import."""
+    site = tmp_path / "site"
+    (site / "broken_dist-1.0.dist-info").mkdir(parents=True)
+    (site / "broken_dist-1.0.dist-info" / "METADATA").write_bytes(b"Metadata-Version: 2.1\nName: broken-dist\n"
+                                                                  b"Version: \xff\xfe\n")
+    (site / "memory_hungry_pkg.py").write_text("raise MemoryError\n")
+    script = tmp_path / "memory_smoke.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        sys.path[:0] = [{str(CONTRACT.parent)!r}, {str(site)!r}]
+        from smoke_contract import build_parser, require, run_main
+
+        def body(run):
+            if run.args.mode == "import":
+                require("memory_hungry_pkg", "pip install memory-hungry-pkg")
+            raise MemoryError
+
+        parser = build_parser("memory_smoke.py", "demo", "python scripts/memory_smoke.py")
+        parser.add_argument("mode", choices=["import", "check"])
+        sys.exit(run_main("memory_smoke.py", parser, body, ["broken-dist"]))
+    """))
+    for mode, code, error in (("check", 1, "memory_smoke.py: error: unexpected MemoryError: out of memory"),
+                              ("import", 3, "'memory_hungry_pkg' is installed but failed to load (MemoryError: out "
+                                            "of memory)")):
+        result = run_python([str(script), mode, "--json"], tmp_path)
+        assert_one_line_error(result, code, error)
+        assert result.json["versions"] == {"broken-dist": None} and result.json["exit_code"] == code
+
+
+@pytest.mark.composer  # the limit is measured on the first leg's stack (torch 2.7); the latest stack trains under it
+def test_a_memory_limit_that_lets_torch_load_but_not_the_trainer_is_exit_3_with_a_summary(tmp_path):
+    """The outside tester's `ulimit -v 4000000`: torch loads, then transformers.trainer (imported by _tiny_runs.py
+    outside require) raised a bare MemoryError: "unexpected MemoryError:", exit 1, and with --json a traceback from
+    the versions of the summary."""
+    script = SKILLS_DIR / "transformers-training" / "scripts" / "train_smoke.py"
+    command = f"ulimit -v 4000000 && exec {shlex.quote(sys.executable)} {shlex.quote(str(script))} --device cpu --json"
+    result = run_command(["bash", "-c", command], tmp_path)
+    assert_one_line_error(result, 3, "is installed but failed to load (")
+    assert result.json["exit_code"] == 3 and result.stray_files == []
 
 
 def test_torch_kept_out_by_a_memory_limit_is_not_called_missing(tmp_path):

@@ -411,6 +411,7 @@ CONFIG_FILES = {
     "a folder": (lambda tmp: (tmp / "config.json").mkdir(), "is a folder"),
     "invalid JSON": (lambda tmp: (tmp / "config.json").write_text('{"a": '), "is not valid JSON"),
     "a JSON list": (lambda tmp: (tmp / "config.json").write_text("[1]"), "holds a JSON list, not an object"),
+    "NaN": (lambda tmp: (tmp / "config.json").write_text('{"lr": NaN}'), "is not valid JSON (NaN is not a JSON number"),
     "a huge file": (lambda tmp: (tmp / "config.json").write_bytes(b" " * (2 << 20)),
                     f"is {2 << 20} bytes, more than a config file's 1048576"),
 }

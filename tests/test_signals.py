@@ -331,3 +331,69 @@ def test_each_skills_copy_of_the_contract_ends_a_run_on_sighup(skill, tmp_path):
     run = signal_a_run([sys.executable, str(script), "--mode", "plain", "--json"], tmp_path / "run", moment)
     problems = run.problems + interrupted_problems(run, "demo_smoke.py", signal.SIGHUP)
     assert not problems, f"{problems}\n{run.stderr[-2000:]}"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_after_the_summary_does_not_change_the_outcome(tmp_path, signum):
+    """A late Ctrl-C, once the default handlers were back while the process shut down, gave exit 130 after a summary
+    saying ok, with no error line. The script signals itself right after run_main returns: the window, made exact."""
+    script = tmp_path / "late_smoke.py"
+    script.write_text(textwrap.dedent(f"""
+        import os, sys
+        sys.path.insert(0, {str(REPO / "skill_common")!r})
+        from smoke_contract import build_parser, run_main
+
+        parser = build_parser("late_smoke.py", "demo", "python scripts/late_smoke.py --json")
+        code = run_main("late_smoke.py", parser, lambda run: run.check("ran", True, "done"), [])
+        os.kill(os.getpid(), {int(signum)})
+        sys.exit(code)
+    """))
+    result = subprocess.run([sys.executable, str(script), "--json"], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=60, env=isolated_env(tmp_path))
+    assert result.returncode == 0 and json.loads(result.stdout)["exit_code"] == 0, (result.returncode, result.stderr)
+    assert "Traceback" not in result.stderr and ": error: " not in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_an_import_stuck_in_c_is_ended_by_sigterm_or_sighup(tmp_path, signum):
+    """Under `ulimit -v 3500000` numpy's import hung in OpenBLAS (its thread start retrying ENOMEM forever, inside
+    dlopen, holding the interpreter) and SIGTERM did nothing: the contract's Python handler never ran, or held the
+    signal until an import that never ends was done. Here an import calls libc's sleep through ctypes.PyDLL (which
+    keeps the GIL) again and again. During require's import SIGTERM and SIGHUP keep their default action: the
+    process dies by the signal, leaving its temporary folder (documented) with the marker naming it."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "stuck_in_c.py").write_text(textwrap.dedent("""
+        import ctypes, sys
+        print("importing", file=sys.stderr, flush=True)
+        libc = ctypes.PyDLL(None)
+        while True:  # like OpenBLAS retrying: each return goes straight back into C
+            libc.sleep(600)
+    """))
+    script = tmp_path / "stuck_smoke.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        sys.path[:0] = [{str(REPO / "skill_common")!r}, {str(site)!r}]
+        from smoke_contract import build_parser, require, run_main
+
+        parser = build_parser("stuck_smoke.py", "demo", "python scripts/stuck_smoke.py --json")
+        sys.exit(run_main("stuck_smoke.py", parser, lambda run: require("stuck_in_c", "pip install stuck"), []))
+    """))
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    process = subprocess.Popen([sys.executable, str(script), "--json"], cwd=tmp_path, text=True,
+                               env=isolated_env(tmp_path, {"TMPDIR": str(tmpdir)}), stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert process.stderr.readline().strip() == "importing"
+        process.send_signal(signum)
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stdout.close()
+        process.stderr.close()
+    assert process.returncode == -signum, process.returncode
+    left = list(tmpdir.glob("smoke-*/.smoke-run"))
+    assert len(left) == 1 and left[0].read_text().startswith(f"stuck_smoke.py, pid {process.pid}, "), left

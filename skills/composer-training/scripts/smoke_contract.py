@@ -21,7 +21,8 @@ The contract (``references/smoke-script-contract.md`` explains it for users):
              (set SMOKE_DEBUG=1 to see the traceback of an unexpected error)
   files      written only inside the output directory, which is a fresh temporary directory removed at exit
              unless --output-dir or --keep is given; every cache or module folder the stack reads from a variable
-             (CACHE_ENV; log outputs in OUTPUT_ENV_IF_SET when set) is pointed into it and the Hugging Face libraries
+             (CACHE_ENV; log outputs in OUTPUT_ENV_IF_SET when set; SSLKEYLOGFILE, in CLEARED_ENV, is removed) is
+             pointed into it and the Hugging Face libraries
              are put in offline mode before they are imported; distributed variables inherited from a launcher or a
              cluster job (RANK, MASTER_ADDR...) are cleared, with one log line
   claim      a run holds its output directory (_Claim: CLAIM_FILE, flock-locked, removed at exit): a second run
@@ -32,10 +33,13 @@ The contract (``references/smoke-script-contract.md`` explains it for users):
              exit 128 + the signal (130, 143, 129). It is raised once, so later signals do not cut the body's clean-up
              short, and once a signal came the run ends as interrupted whatever the body did next. A signal during
              an import is raised when the import is done (at the next require(), check or step): an exception inside
-             torch's import can abort the process. One before the body stops it as it starts; one after it (while
-             the summary is written) is ignored. A process forked from the script dies by the signal as it would
-             without the contract; one the checks started with multiprocessing and left running is killed before
-             the output directory is removed. Importing Composer installs its own handler (``sys.exit(128 + signal)``):
+             torch's import can abort the process. But while require() imports, SIGTERM and SIGHUP keep their default
+             action (an import stuck in C never lets a Python handler run): the process dies by the signal, with no
+             summary, and a temporary output directory is left (smoke-* in TMPDIR). One before the body stops it
+             as it starts; one after it (from the summary on) is ignored (SIG_IGN), until the process exits when
+             run_main read sys.argv itself. A process forked from the script dies by the signal as it would without
+             the contract; one the checks started with multiprocessing and left running is killed before the output
+             directory is removed. Importing Composer installs its own handler (``sys.exit(128 + signal)``):
              ``require`` takes the signals back, and a SystemExit with that code from the body counts as the
              interruption it is.
   stdout     a summary that cannot be written (a closed pipe, a full disk) is a failure: exit 1 unless the run
@@ -52,8 +56,10 @@ import importlib.metadata
 import json
 import math
 import os
+import re
 import shutil
 import signal
+import stat
 import sys
 import tempfile
 import threading
@@ -78,7 +84,8 @@ EXIT_CODES_HELP = """exit codes:
      (the message names the error: a memory limit, a broken install)
   4  the requested device is not there (--device gpu without CUDA)
   129, 130, 143  interrupted by SIGHUP (a closed terminal), SIGINT (Ctrl-C) or SIGTERM; the temporary
-                 output directory is removed"""
+                 output directory is removed, unless SIGHUP or SIGTERM ended the process while a library was
+                 being imported (then smoke-* is left in TMPDIR)"""
 
 # Variables set before any Hugging Face or torch import so nothing is fetched and nothing is cached outside
 # the output directory. Values are relative to the output directory's ".cache" folder, or literal strings.
@@ -148,6 +155,12 @@ OUTPUT_ENV_IF_SET = {
     "NETWORK_DEBUG_REPORT_PATH": "logs/network-debug-report.json",
     "TENSORBOARD_LOGGING_DIR": "logs/tensorboard",
     "MOSAICML_LOG_DIR": "logs/mosaicml",  # the composer launcher's rank logs ("false" turns them off: kept)
+    "PYTORCH_TUNABLEOP_FILENAME": "logs/tunableop-results.csv",  # TunableOp's tuned GEMMs (GPU, when enabled)
+}
+# Files a library would write outside the output directory that the run has no use for: removed from the environment.
+CLEARED_ENV = {
+    "SSLKEYLOGFILE": "TLS session keys (ssl, urllib3, httpx append to it): the run makes no TLS connection, and a "
+                     "copy of that secret-bearing file inside the output directory would outlive the run with --keep",
 }
 # What torchrun, the composer launcher, accelerate and MPI set for one rank of a job. A smoke script inherits them
 # inside a cluster job or a launched shell; left in place, torch would try to join that job (connect to its
@@ -185,7 +198,8 @@ class _SignalGate:
 
     active: _SignalGate | None = None  # the gate of the run_main in progress, for require() and SmokeRun
 
-    def __init__(self):
+    def __init__(self, until_exit: bool = False):
+        self.until_exit = until_exit
         self.pid = os.getpid()
         self.in_body = False
         self.signum: int | None = None  # the first stop signal of the run
@@ -202,8 +216,18 @@ class _SignalGate:
 
     def __exit__(self, *exc_info) -> None:
         _SignalGate.active = None
+        if self.until_exit:
+            return  # ignored since the summary (ignore_from_summary), until the process exits
         for signum, handler in self.previous.items():
             signal.signal(signum, handler or signal.SIG_DFL)  # None: a handler set outside Python
+
+    def ignore_from_summary(self) -> None:
+        """The outcome is decided: a signal from here on is ignored, so the exit code cannot disagree with the
+        summary (a late Ctrl-C once gave exit 130 after a summary saying ok). For a command-line run
+        (``until_exit``) they stay ignored after run_main returns, while the process exits; a caller that passed its
+        own argv gets its handlers back."""
+        for signum in self.previous:
+            signal.signal(signum, signal.SIG_IGN)
 
     def reclaim(self) -> None:
         """Set the handlers again where an import replaced them (Composer installs its own)."""
@@ -357,7 +381,8 @@ def require(module: str, pip_line: str):
     """Import ``module`` or fail with exit code 3: not installed, with the pip line that fixes it; installed but failing
     to load (a shared library a memory limit kept out, a broken install), with the error it raised."""
     try:
-        imported = importlib.import_module(module)
+        with _ended_by_supervisor_signals():
+            imported = importlib.import_module(module)
     except ModuleNotFoundError as exc:
         if exc.name is not None and (module == exc.name or module.startswith(exc.name + ".")):
             raise SmokeError(f"missing dependency {module!r} ({exc}); fix: {pip_line}",
@@ -371,8 +396,31 @@ def require(module: str, pip_line: str):
     return imported
 
 
+SUPERVISOR_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def _ended_by_supervisor_signals():
+    """SIGTERM and SIGHUP end the process (their default action) while require() imports. A Python handler runs only
+    between bytecodes: an import stuck in C holding the interpreter (OpenBLAS's thread start retrying ENOMEM forever
+    under `ulimit -v`, inside numpy's dlopen) never lets it run, so `kill`, `timeout` or a closed terminal could not
+    end the run, only SIGKILL. The price: a run ended there writes no summary and leaves its temporary folder
+    (smoke-* in TMPDIR, its .smoke-run naming the script and pid). SIGINT stays held (raised when the import is
+    done): Ctrl-C keeps its clean outcome, and Ctrl-\\ (SIGQUIT) or `kill` ends a stuck import."""
+    gate = _SignalGate.active
+    ending = [signum for signum in SUPERVISOR_SIGNALS if gate is not None and signum in gate.previous
+              and threading.current_thread() is threading.main_thread()]
+    for signum in ending:
+        signal.signal(signum, signal.SIG_DFL)
+    try:
+        yield
+    finally:
+        for signum in ending:
+            signal.signal(signum, gate.handle)
+
+
 def _failed_to_load(module: str, exc: Exception) -> str:
-    error = " ".join(f"{type(exc).__name__}: {exc}".split())[:400]
+    error = _exception_line(exc)[:400]
     return (f"dependency {module!r} is installed but failed to load ({error}); not a missing package: look for a "
             "memory limit (ulimit -v) or a broken install (pip install --force-reinstall)")
 
@@ -382,7 +430,7 @@ def package_versions(distributions: list[str]) -> dict[str, str | None]:
     for name in distributions:
         try:
             versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
+        except Exception:  # noqa: BLE001 - not installed, a broken METADATA, a memory limit: null, never a traceback
             versions[name] = None
     return versions
 
@@ -455,6 +503,8 @@ class SmokeRun:
             path = cache_root / relative
             path.mkdir(parents=True, exist_ok=True)
             os.environ[name] = str(path)
+        for name in CLEARED_ENV:
+            os.environ.pop(name, None)
         for name, relative in OUTPUT_ENV_IF_SET.items():
             if os.environ.get(name, "false").lower() != "false":
                 path = cache_root / relative
@@ -557,7 +607,7 @@ class _Claim:
     is refused (exit 2) naming the run that holds it. The lock is the kernel's, so a run killed by SIGKILL or the
     OOM killer holds nothing: its marker stays (it never ran its clean-up) but binds no one. A later run takes over
     a folder that holds nothing else, and refuses one with the killed run's files as not empty, saying whose they
-    are."""
+    are. Only a marker a run left is taken over (_open_marker, _holder_line): never a link, a pipe or a user's file."""
 
     def __init__(self, marker: Path, fd: int, script: str):
         self.marker, self.fd, self.script = marker, fd, script
@@ -570,10 +620,9 @@ class _Claim:
     def take(cls, folder: Path, script: str, named: str) -> _Claim:
         marker = folder / CLAIM_FILE
         while True:
-            try:
-                fd = os.open(marker, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-            except OSError as exc:
-                raise SmokeError(f"{named} is not writable: {exc.strerror or exc}", EXIT_USAGE) from None
+            fd = _open_marker(marker, named)
+            if fd is None:
+                continue  # a stale marker went between our two opens: make a fresh one
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -585,9 +634,13 @@ class _Claim:
                 raise SmokeError(f"{named} cannot be locked for this run ({exc.strerror or exc}); give a folder on "
                                  "a local disk", EXIT_USAGE) from None
             claim = cls(marker, fd, script)
-            if claim._is_at_marker():
-                return claim
-            os.close(fd)  # its holder removed the marker between our open and our lock: a fresh one is due
+            if not claim._is_at_marker():
+                os.close(fd)  # its holder removed the marker between our open and our lock: a fresh one is due
+                continue
+            if not _holder_line(os.pread(fd, MAX_HOLDER_BYTES + 1, 0)):
+                os.close(fd)  # someone's own file of that name: never truncated, never removed
+                raise _not_a_marker(named, "a file that is not a smoke run's marker")
+            return claim
 
     def _is_at_marker(self) -> bool:
         try:
@@ -599,8 +652,9 @@ class _Claim:
     def write_holder(self) -> None:
         """Say who holds the folder, for the run that is refused (a stale marker's text is replaced)."""
         started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-        os.ftruncate(self.fd, 0)
-        os.pwrite(self.fd, f"{self.script}, pid {os.getpid()}, started {started}\n".encode(), 0)
+        with contextlib.suppress(OSError):  # a full disk: the refused run then names "one that is starting"
+            os.ftruncate(self.fd, 0)
+            os.pwrite(self.fd, f"{self.script}, pid {os.getpid()}, started {started}\n".encode(), 0)
 
     def release(self) -> None:
         """Remove the marker if it is still ours, then unlock: never another run's marker. Forked children share the
@@ -612,6 +666,63 @@ class _Claim:
                 self.marker.unlink()
         os.close(self.fd)
         self.fd = None
+
+
+MAX_HOLDER_BYTES = 1000
+# What write_holder writes; a marker that holds anything else is not taken over
+HOLDER_LINE = re.compile(rb"[^\n]{1,300}, pid \d+, started \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\n")
+
+
+def _holder_line(content: bytes) -> bool:
+    """Whether a marker's content is one a run of this contract left: its holder line, or nothing (a run killed
+    between making the marker and writing it; an empty file of anyone's loses nothing when taken over)."""
+    return not content or (len(content) <= MAX_HOLDER_BYTES and HOLDER_LINE.fullmatch(content) is not None)
+
+
+def _open_marker(marker: Path, named: str) -> int | None:
+    """The marker, made afresh or an existing one opened for a take-over; None if it went between the two tries. Only
+    a regular file with no other hard link is opened (never through a link, never a pipe or a device): writing to
+    anything else would write outside the folder or block. O_NONBLOCK: a named pipe never blocks the open."""
+    flags = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        return os.open(marker, flags | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise SmokeError(f"{named} is not writable: {exc.strerror or exc}", EXIT_USAGE) from None
+    try:
+        found = os.lstat(marker)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise SmokeError(f"{named} is not writable: {exc.strerror or exc}", EXIT_USAGE) from None
+    if not stat.S_ISREG(found.st_mode) or found.st_nlink != 1:
+        raise _not_a_marker(named, _what_it_is(found))
+    try:
+        fd = os.open(marker, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:  # ELOOP: replaced by a link since the look
+        raise SmokeError(f"{named} is not empty ({CLAIM_FILE} cannot be opened as a marker: {exc.strerror or exc}); "
+                         "give a new or empty folder", EXIT_USAGE) from None
+    opened = os.fstat(fd)
+    if not stat.S_ISREG(opened.st_mode) or opened.st_nlink != 1:
+        os.close(fd)
+        raise _not_a_marker(named, _what_it_is(opened))
+    return fd
+
+
+def _what_it_is(found: os.stat_result) -> str:
+    if stat.S_ISREG(found.st_mode):
+        return f"a file with {found.st_nlink - 1} other hard link(s)"  # writing it would write outside the folder
+    kinds = {stat.S_ISDIR: "a directory", stat.S_ISLNK: "a symbolic link", stat.S_ISFIFO: "a named pipe",
+             stat.S_ISSOCK: "a socket"}
+    return next((name for test, name in kinds.items() if test(found.st_mode)), "a device file")
+
+
+def _not_a_marker(named: str, what: str) -> SmokeError:
+    return SmokeError(f"{named} is not empty ({CLAIM_FILE} there is {what}, not a smoke run's marker; it is left "
+                      "as it is); give a new or empty folder", EXIT_USAGE)
 
 
 def _holder_text(fd: int) -> str:
@@ -637,8 +748,11 @@ def _refuse_unless_empty(folder: Path, named: str, claimed: bool = False) -> Non
     left_by = ""
     if CLAIM_FILE in entries and not claimed:
         try:
-            fd = os.open(folder / CLAIM_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = os.open(folder / CLAIM_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError:
+            fd = None
+        if fd is not None and not stat.S_ISREG(os.fstat(fd).st_mode):  # a directory, a pipe: no holder to name
+            os.close(fd)
             fd = None
         if fd is not None:
             try:
@@ -662,7 +776,14 @@ def _error_text(exc: Exception) -> str:
         _source, destination, reason = copies[0]
         more = f" (and {len(copies) - 1} more)" if len(copies) > 1 else ""
         return " ".join(f"Error: copying to {destination!r} failed: {reason}{more}".split())
-    return " ".join(f"{type(exc).__name__}: {exc}".split())
+    return _exception_line(exc)
+
+
+def _exception_line(exc: BaseException) -> str:
+    """``Type: message`` on one line. A MemoryError usually has no message (the allocation that failed says
+    nothing): it is named "out of memory", so the line never ends in an empty message."""
+    message = " ".join(str(exc).split()) or ("out of memory" if isinstance(exc, MemoryError) else "")
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
 def _refuse_braces(path: Path, named: str, remedy: str) -> None:
@@ -684,10 +805,11 @@ def run_main(script: str, parser: argparse.ArgumentParser, body, distributions: 
     ``body(run)`` records checks with ``run.check``; a failed check gives exit code 1. SIGINT, SIGTERM and SIGHUP
     reach the body as ``Interrupted`` (exit 130 / 143 / 129); the temporary output directory is removed in every case.
     """
+    command_line = argv is None  # the script's own run: the process exits when run_main returns
     argv = sys.argv[1:] if argv is None else argv
     json_requested = "--json" in argv  # the parser takes no abbreviation, so this is the only spelling
     run = None
-    with _SignalGate() as gate:
+    with _SignalGate(until_exit=command_line) as gate:
         try:
             try:
                 args = parser.parse_args(argv)
@@ -711,6 +833,7 @@ def run_main(script: str, parser: argparse.ArgumentParser, body, distributions: 
                 if os.environ.get("SMOKE_DEBUG"):
                     traceback.print_exc()
                 exit_code, error = EXIT_CHECK_FAILED, f"unexpected {_error_text(exc)}"[:500]
+            gate.ignore_from_summary()
             summary = None
             if json_requested:
                 summary = run.summary(error, exit_code) if run else {

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import gc
+
+from smoke_contract import require
+
 
 def speed_up_tiny_runs(run) -> None:
-    import gc
-
-    import torch
-    import transformers.trainer  # noqa: F401 - the heavy import, before the heap is frozen
+    torch = require("torch", "pip install torch")
+    # The heavy import, before the heap is frozen; through require, so a memory limit that keeps it from loading
+    # is exit 3 "installed but failed to load", never an "unexpected MemoryError"
+    require("transformers.trainer", "pip install 'transformers[torch]'")
 
     if run.device == "cpu":
         torch.set_num_threads(1)  # tiny tensors: one thread beats several that synchronize on every op

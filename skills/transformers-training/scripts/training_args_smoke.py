@@ -207,7 +207,7 @@ def config_file_problem(name: str, given) -> str | None:
         return f"is {info.st_size} bytes, more than a config file's {MAX_CONFIG_BYTES}; give a JSON config file"
     try:
         with open(given, "rb") as file:
-            config = json.loads(file.read(MAX_CONFIG_BYTES + 1))
+            config = json.loads(file.read(MAX_CONFIG_BYTES + 1), parse_constant=refuse_non_finite)
     except OSError as exc:
         return f"cannot be read ({exc.strerror or exc}); give a JSON config file"
     except RecursionError:
@@ -217,6 +217,11 @@ def config_file_problem(name: str, given) -> str | None:
     if not isinstance(config, dict):
         return f"holds a JSON {type(config).__name__}, not an object of settings"
     return None
+
+
+def refuse_non_finite(name: str) -> None:
+    """NaN, Infinity and -Infinity are not JSON (Python's json reads them): a learning rate of NaN trains nothing."""
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def is_base64_json(text: str) -> bool:
