@@ -20,7 +20,7 @@ from skills_ref.parser import parse_frontmatter
 
 from support import manifest
 from support.harness import REPO, SKILLS_DIR, isolated_env, run_command, run_python, skill_dirs
-from support.unprivileged import as_user, give_to_user, user_folder
+from support.unprivileged import as_user, give_to_user, tools_for_user, user_folder
 
 import skill_tree  # noqa: E402  (scripts/, on sys.path through support.manifest, as the tools have it)
 
@@ -394,9 +394,10 @@ def test_a_partial_install_says_what_was_done_and_names_the_skills_folder(tmp_pa
     anywhere."""
     with user_folder() as home:
         (home / ".claude" / "skills").mkdir(parents=True)
+        tools = tools_for_user(home)
         give_to_user(home)
         os.chmod(home / ".claude" / "skills", 0o555)
-        result = run_command(as_user([sys.executable, str(SCRIPT), "install", "--home", str(home), "--agent",
+        result = run_command(as_user([sys.executable, str(tools / SCRIPT.name), "install", "--home", str(home), "--agent",
                                       "agents", "--agent", "claude", "--skill", SKILLS[0]]), tmp_path, cwd=home)
         assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
         assert result.stdout == f"agents: installed {SKILLS[0]} -> {home / '.agents/skills' / SKILLS[0]} (copy)\n"

@@ -17,7 +17,7 @@ import pytest
 import skills_ref
 
 from support.harness import REPO, SKILLS_DIR, assert_one_line_error, run_command, run_python, skill_dirs
-from support.unprivileged import as_user, give_to_user, user_folder
+from support.unprivileged import as_user, give_to_user, tools_for_user, user_folder
 
 import skill_tree  # noqa: E402  (scripts/, on sys.path through support.manifest, as the tools have it)
 
@@ -180,12 +180,13 @@ def test_what_this_user_cannot_read_is_named_never_shipped_empty(tmp_path, what)
     PermissionError traceback. Run as an ordinary user: root reads anything."""
     with user_folder() as place:
         skills = copy_skills(place, SKILLS[0])
+        tools = tools_for_user(place)
         give_to_user(place)
         unreadable = skills / SKILLS[0] / "references" / ("" if what == "folder" else "index.md")
         if what == "file":
             unreadable = next(path for path in unreadable.parent.iterdir() if path.is_file())
         os.chmod(unreadable, 0)
-        result = run_command(as_user([sys.executable, str(SCRIPT), "--skills-dir", str(skills), "--out",
+        result = run_command(as_user([sys.executable, str(tools / SCRIPT.name), "--skills-dir", str(skills), "--out",
                                       str(place / "dist")]), tmp_path, cwd=place, timeout=60)
         assert_one_line_error(result, 2, f"{unreadable} cannot be read: Permission denied")
         assert_nothing_written(place / "dist")

@@ -10,6 +10,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from support.harness import REPO
+
 NOBODY = 65534
 
 
@@ -27,6 +29,16 @@ def user_folder():
                 if not os.path.islink(path):
                     os.chmod(path, 0o755)
         shutil.rmtree(folder)
+
+
+def tools_for_user(folder: Path) -> Path:
+    """A copy of the bundle's scripts/ and skills/ in ``folder``, whose scripts/ the command runs: the checkout may
+    sit under a folder only root can enter (a clone in a mktemp folder, 0700), where nobody cannot read the tool. The
+    bundle tools are standard library only, so the copy runs as the checkout's does."""
+    litter = shutil.ignore_patterns("__pycache__")
+    for part in ("scripts", "skills"):
+        shutil.copytree(REPO / part, folder / "bundle" / part, ignore=litter)
+    return folder / "bundle" / "scripts"
 
 
 def give_to_user(folder: Path) -> None:
