@@ -2269,3 +2269,24 @@ def test_optimizers_none_written_out_is_no_optimizer():
     code = "from composer import Trainer\nTrainer(model=m, train_dataloader=loader, max_duration='2ba', optimizers={})\n"
     assert rules_found(CP, {"t.py": code.format("None")}) == {"no-optimizer"}
     assert rules_found(CP, {"t.py": code.format("opt")}) == set()
+
+
+# ---- the fourth outside review (tc4): false findings and missed traps ----
+
+def test_a_flag_the_parsers_own_dataclass_declares_is_not_a_training_argument(tmp_path):
+    """`--use_auth_token` to a script whose ModelArguments declares use_auth_token: HfArgumentParser accepts it as
+    that field (a false removed-legacy-argument before). A dataclass imported from a module not given is not read:
+    no finding either. A flag no dataclass of the script declares still is one."""
+    script = ("from dataclasses import dataclass, field\nfrom transformers import HfArgumentParser, TrainingArguments\n"
+              "@dataclass\nclass Options:\n    use_auth_token: bool = field(default=False)\n"
+              "    overwrite_output_dir: bool = False\n"
+              "model_args, args = HfArgumentParser((Options, TrainingArguments)).parse_args_into_dataclasses()\n")
+    launch = "python train.py --output_dir o \\\n  --use_auth_token --overwrite_output_dir\n"
+    assert project_found(HF, tmp_path / "own", {"train.py": script, "run.sh": launch}) == set()
+    unread = "from transformers import HfArgumentParser, TrainingArguments\nfrom elsewhere import Options\n" \
+             "HfArgumentParser((Options, TrainingArguments)).parse_args_into_dataclasses()\n"
+    assert project_found(HF, tmp_path / "unread", {"train.py": unread, "run.sh": launch}) == set()
+    plain = "from transformers import HfArgumentParser, TrainingArguments\n" \
+            "HfArgumentParser((TrainingArguments,)).parse_args_into_dataclasses()\n"
+    assert project_found(HF, tmp_path / "plain", {"train.py": plain, "run.sh": launch}) == {
+        ("removed-legacy-argument", "run.sh"), ("removed-overwrite_output_dir", "run.sh")}

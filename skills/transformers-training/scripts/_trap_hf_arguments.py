@@ -188,9 +188,54 @@ def hf_flags(launch: Launch, flag: str) -> bool:
     runs = launch.runs
     if not isinstance(runs, Module):
         return True
+    if parser_declares(runs, flag):
+        return False
     names = runs.project_names
     return bool(HF_PARSERS & names) or not (OTHER_PARSERS & names) or any(
         forwards_parsed(part, flag) for part in runs.project)
+
+
+def class_fields(module: Module, name: str, seen: set[str]) -> set[str] | None:
+    """The fields a project class and its project bases declare (`use_auth_token: bool = ...`); None when one of
+    its classes cannot be read here (imported from a module not given): its fields are not known."""
+    definitions = [definition for part in module.project for definition in part.classes.get(name, [])]
+    if not definitions:
+        return None
+    fields: set[str] = set()
+    for definition in definitions:
+        fields |= {statement.target.id for statement in definition.body
+                   if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)}
+        for base in definition.bases:
+            short = module.qualname(base).rsplit(".", 1)[-1]
+            if short in ARGUMENT_CLASSES or short in seen or short == "object":
+                continue
+            inherited = class_fields(module, short, seen | {short})
+            if inherited is None:
+                return None
+            fields |= inherited
+    return fields
+
+
+def parser_declares(module: Module, flag: str) -> bool:
+    """Whether a dataclass the script gives HfArgumentParser (its ModelArguments, a TrainingArguments subclass)
+    declares the flag: the parser accepts it as that field, never TrainingArguments'. A dataclass that cannot be
+    read counts as declaring it: no finding rests on a value not read."""
+    for part in module.project:
+        for call in part.calls:
+            if part.short(call) not in ("HfArgumentParser", "TrlParser") or not call.args:
+                continue
+            given = part.resolve(call.args[0])
+            classes = given.elts if isinstance(given, (ast.Tuple, ast.List)) else [call.args[0]]
+            for element in classes:
+                qualified = part.qualname(element)
+                short = qualified.rsplit(".", 1)[-1]
+                if short in ARGUMENT_CLASSES and short not in part.project_classes:
+                    continue  # the library's own: its fields are TrainingArguments'
+                fields = class_fields(part, short, {short}) if isinstance(element, (ast.Name, ast.Attribute)) \
+                    else None
+                if fields is None or flag in fields:
+                    return True
+    return False
 
 
 def flag_removed(module: Module, flag: str) -> bool:
