@@ -16,15 +16,19 @@ CODE_PREFIX = re.compile(r"^[A-Z]{2}\d{0,3}$")  # TF, CP0, TF01: every code that
 
 def chosen_rules(skill: str, select: list[str] | None, ignore: list[str] | None) -> dict[str, Rule]:
     """name -> rule for the rules of ``skill`` that run: those --select names (all when it is not given) less those
-    --ignore names. A word that names no rule of either skill is a usage error: a typo must not switch a rule off."""
+    --ignore names. A word that names no rule of either skill, or only rules of the other skill, is a usage error: a
+    typo must not switch a rule off, and CP001 given to the transformers checker would run nothing."""
     def named(words: list[str] | None, default: set[str]) -> set[str]:
         if words is None:
             return default
         chosen, unknown = set(), []
         for word in (part.strip() for text in words for part in text.split(",") if part.strip()):
-            matched = {rule.id for rule in RULES if word in (rule.id, rule.code)
-                       or (CODE_PREFIX.match(word) and rule.code.startswith(word))}
-            chosen |= matched
+            matched = [rule for rule in RULES if word in (rule.id, rule.code)
+                       or (CODE_PREFIX.match(word) and rule.code.startswith(word))]
+            if matched and all(rule.skill != skill for rule in matched):
+                raise SmokeError(f"{word!r} names rules of {matched[0].skill}, not of {skill}: run "
+                                 f"skills/{matched[0].skill}/scripts/trap_check.py for them", EXIT_USAGE)
+            chosen |= {rule.id for rule in matched}
             if not matched:
                 unknown.append(word)
         if unknown:

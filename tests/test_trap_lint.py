@@ -117,6 +117,17 @@ def test_an_unknown_rule_word_is_one_line_and_exit_2(tmp_path, capsys):
         "prefix such as TF or CP0 selects every code it starts)"]
 
 
+def test_a_code_of_the_other_skill_is_one_line_and_exit_2(tmp_path, capsys):
+    """--select CP001 to the transformers checker ran no rule and passed: now it names the skill whose checker has it
+    (for a code prefix of the other skill too); a prefix both skills share still selects this skill's."""
+    (tmp_path / "t.py").write_text(ERROR_LINE)
+    for skill, option, word, other in ((HF, "--select", "CP001", CP), (CP, "--ignore", "TF0", HF)):
+        code, _, err = lint(skill, [str(tmp_path / "t.py"), option, word], capsys)
+        assert code == 2 and err.strip().splitlines() == [
+            f"trap_check.py: error: {word!r} names rules of {other}, not of {skill}: run "
+            f"skills/{other}/scripts/trap_check.py for them"], err
+
+
 @pytest.mark.parametrize("text, found", [
     ('TrainingArguments(output_dir="o", no_cuda=True)  # trap-check: ignore[removed-no_cuda]\n', False),
     ('TrainingArguments(output_dir="o", no_cuda=True)  # trap-check: ignore[TF011, TF002]\n', False),
