@@ -245,6 +245,12 @@ class Project:
         roots = [folder]
         while os.path.isfile(roots[-1] / "__init__.py") and len(roots) < 5:
             roots.append(roots[-1].parent)
+        # a namespace package (no __init__.py): `import llmtuner.tuner.x` in src/llmtuner/tuner/y.py reads from src/
+        absolute = {alias.name.split(".")[0] for node in module.nodes if isinstance(node, ast.Import)
+                    for alias in node.names} | {node.module.split(".")[0] for node in module.nodes
+                                                if isinstance(node, ast.ImportFrom) and node.module and not node.level}
+        roots += [ancestor.parent for ancestor in [folder, *folder.parents][:6]
+                  if ancestor.name in absolute and ancestor.parent not in roots]
         for entry, relative in sys_path_entries(module):
             # the project's own folder put on sys.path (found from the file, or holding a given file); a library's
             # (/opt/llm-foundry) is not the project

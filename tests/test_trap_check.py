@@ -2329,6 +2329,13 @@ def test_self_tokenizer_in_a_subclass_of_transformers_trainer_only():
              "    def pad(self):\n        return self.tokenizer.pad_token_id\n"
     assert rules_found(HF, {"t.py": middle}) == {"trainer-self-tokenizer"}
     assert rules_found(HF, {"t.py": code.format("trl", "PPOTrainer", "PPOTrainer")}) == set()
+    both = middle.replace("class Mine(Base):", "from trl import PPOTrainer\nclass Mine(PPOTrainer, Base):")
+    assert rules_found(HF, {"t.py": both}) == set()  # TRL's __init__ comes first and may set it
+    mixin = middle.replace("class Mine(Base):", "class Mixin:\n    def __init__(self):\n        self.tokenizer = None\n"
+                           "class Mine(Mixin, Base):")
+    assert rules_found(HF, {"t.py": mixin}) == set()  # a project mixin gives it one
+    stub = mixin.replace("        self.tokenizer = None\n", "        self.tokenizer = None\n        raise TypeError\n")
+    assert rules_found(HF, {"t.py": stub}) == {"trainer-self-tokenizer"}  # an __init__ for type checkers, never run
     assert rules_found(HF, {"t.py": "class Trainer:\n    pass\n" + code.format("os", "path", "Trainer")}) == set()
     sets_it = middle.replace("    pass\n", "    def __init__(self, tokenizer):\n        self.tokenizer = tokenizer\n")
     assert rules_found(HF, {"t.py": sets_it}) == set()
@@ -2390,5 +2397,10 @@ def test_trainer_tokenizer_on_a_trl_trainer_says_trl_decides(tmp_path):
     derived = {"mine.py": "from trl import PPOTrainer\nclass PeftTrainer(PPOTrainer):\n    pass\n",
                "b.py": "from mine import PeftTrainer\nPeftTrainer(config=c, model=m, tokenizer=tok)\n"}
     assert "trl.PPOTrainer is TRL's" in note(derived, ["b.py"])["trainer-tokenizer"]
+    # the class in a namespace package (src/pkg has no __init__.py), imported absolutely: read from src/
+    (tmp_path / "src" / "pkg" / "run").mkdir(parents=True)
+    namespace = {"src/pkg/mine.py": derived["mine.py"], "src/pkg/run/b.py": derived["b.py"].replace(
+        "from mine", "from pkg.mine")}
+    assert "trl.PPOTrainer is TRL's" in note(namespace, ["src/pkg/run/b.py"])["trainer-tokenizer"]
     assert note({"c.py": "from transformers import Trainer\nTrainer(model=m, tokenizer=tok)\n"}, ["c.py"]) == {
         "trainer-tokenizer": ""}

@@ -727,15 +727,10 @@ def removed_field_findings(module: Module):
 
 def transformers_trainer(module: Module, name: str, seen: set[str]) -> bool:
     """Whether a class defined here derives from transformers' Trainer or Seq2SeqTrainer (through project classes),
-    none of them giving itself a tokenizer (`self.tokenizer = tokenizer`, a tokenizer attribute or property)."""
+    with no TRL trainer among its bases (TRL's own classes decide what self.tokenizer is there)."""
     for part in module.project:
         for definition in part.classes.get(name, []):
-            if any(isinstance(node, ast.Attribute) and node.attr == "tokenizer" and isinstance(node.ctx, ast.Store)
-                   for node in ast.walk(definition)) or any(
-                    getattr(statement, "name", None) == "tokenizer" or any(
-                        isinstance(target, ast.Name) and target.id == "tokenizer"
-                        for target in getattr(statement, "targets", [getattr(statement, "target", None)]))
-                    for statement in definition.body):
+            if any(part.qualname(base).startswith("trl.") for base in definition.bases):
                 return False
             for base in definition.bases:
                 qualified = part.qualname(base)
@@ -748,9 +743,32 @@ def transformers_trainer(module: Module, name: str, seen: set[str]) -> bool:
     return False
 
 
+def gives_tokenizer(module: Module, name: str, seen: set[str]) -> bool:
+    """Whether a project class or one of its project bases (a mixin too) gives itself a tokenizer:
+    `self.tokenizer = tokenizer` in it, or a tokenizer attribute or property of its own. A method that raises
+    outright (a mixin's `__init__` written for type checkers, never run) gives nothing."""
+    for part in module.project:
+        for definition in part.classes.get(name, []):
+            run = [statement for statement in definition.body if not (
+                isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and
+                any(isinstance(line, ast.Raise) for line in statement.body))]
+            if any(isinstance(node, ast.Attribute) and node.attr == "tokenizer" and isinstance(node.ctx, ast.Store)
+                   for statement in run for node in ast.walk(statement)) or any(
+                    getattr(statement, "name", None) == "tokenizer" or any(
+                        isinstance(target, ast.Name) and target.id == "tokenizer"
+                        for target in getattr(statement, "targets", [getattr(statement, "target", None)]))
+                    for statement in definition.body):
+                return True
+            bases = {part.qualname(base).rsplit(".", 1)[-1] for base in definition.bases} - seen
+            if any(gives_tokenizer(part, base, seen | bases) for base in bases if base in part.project_classes):
+                return True
+    return False
+
+
 def self_tokenizer_findings(module: Module):
     for name, definitions in module.classes.items():
-        if len(definitions) == 1 and transformers_trainer(module, name, {name}):
+        if len(definitions) == 1 and transformers_trainer(module, name, {name}) and \
+                not gives_tokenizer(module, name, {name}):
             for node in ast.walk(definitions[0]):
                 if isinstance(node, ast.Attribute) and node.attr == "tokenizer" and isinstance(node.ctx, ast.Load) \
                         and isinstance(node.value, ast.Name) and node.value.id == "self":
