@@ -9,8 +9,8 @@ import re
 
 from _trap_hf_arguments import (HF_PARSERS, argument_defaults, argument_findings, best_model_findings,
                                 causal_lm_findings, evaluate_findings, hf_flags, library_trainer,
-                                sequence_classification_findings, token_label_findings, trainer_calls,
-                                training_arguments)
+                                removed_field_findings, sequence_classification_findings, token_label_findings,
+                                trainer_calls, training_arguments, trl_trainer)
 from _trap_launch import COUNTS, FALSE_VALUES, SETTINGS, UNKNOWN, Launch, count, offline_value
 from _trap_module import CAUSAL_LM, MASKED_LM, SEQ2SEQ, Module, at, called_name, is_true
 from _trap_rules import LEGACY_ARGUMENTS, REMOVED_ARGUMENTS
@@ -60,20 +60,25 @@ def transformers_findings(module: Module, launches: list[Launch]):
     yield from imported_findings(module)
     for launch in launches:
         # the same arguments as HfArgumentParser flags on a command line
+        # at the flag's own line of a command of several lines: where its inline suppression and annotation go
         for name, _what, _fix in REMOVED_ARGUMENTS:
             if launch.flag(name) is not None and hf_flags(launch, name):
-                yield f"removed-{name}", launch, f"--{name} on the command line"
+                yield f"removed-{name}", (launch.path, launch.flag_line(name)), f"--{name} on the command line"
         for name in LEGACY_ARGUMENTS:
             if launch.flag(name) is not None and hf_flags(launch, name):
-                yield "removed-legacy-argument", launch, f"--{name} on the command line"
+                yield "removed-legacy-argument", (launch.path, launch.flag_line(name)), \
+                    f"--{name} on the command line"
         if launch.flag("optim") == "adamw_hf" and hf_flags(launch, "optim"):
-            yield "optim-adamw-hf", launch, "--optim adamw_hf on the command line"
+            yield "optim-adamw-hf", (launch.path, launch.flag_line("optim")), "--optim adamw_hf on the command line"
         for rule, _where, note in best_model_findings(module, None, *launched_best_settings(launch)):
             yield rule, launch, f"{note}{'; ' if note else ''}from the command line"
     for call in trainer_calls(module):
         kw, _ = module.kwargs(call)
         if "tokenizer" in kw and library_trainer(module, call):
-            yield "trainer-tokenizer", kw["tokenizer"][1], ""
+            trl = trl_trainer(module, module.short(call), module.qualname(call.func), {module.short(call)})
+            yield "trainer-tokenizer", kw["tokenizer"][1], f"{trl} is TRL's: the installed TRL's signature decides; " \
+                "recent TRL takes processing_class=, its old PPOTrainer API differs throughout" if trl else ""
+    yield from removed_field_findings(module)
     yield from sequence_classification_findings(module, training + defaults, launches)
     names = module.project_names  # an aliased import counts by what it stands for; model.py's classes count here
     causal = any(CAUSAL_LM.search(name) for name in names) or any(

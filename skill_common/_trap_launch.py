@@ -63,6 +63,7 @@ class Launch:
     env: dict[str, str] = field(default_factory=dict)
     several: str = ""  # why this line starts several different jobs (a shell loop over a variable, a Slurm array)
     runs: object = None  # the Module of the script it runs, when that file is given or found next to the launch
+    text_lines: list[str] = field(default_factory=list)  # a shell command's physical lines, from `line` on
 
     def option(self, *names: str) -> str | None:
         """The value of a launcher option given as `--x N`, `--x=N` or `-nN`; '' for a bare flag."""
@@ -103,6 +104,13 @@ class Launch:
                 following = self.args[index + 1] if index + 1 < len(self.args) else ""
                 return "true" if not following or following.startswith("--") else following
         return None
+
+    def flag_line(self, name: str) -> int:
+        """The physical line of a shell command that gives the script's flag (`--x`, dashes or underscores), where an
+        inline suppression and a GitHub annotation point; the command's first line when it is not found there."""
+        written = re.compile(r"(?:^|\s)--" + re.escape(name).replace("_", "[-_]") + r"(?:[=\s\\]|$)")
+        return next((self.line + offset for offset, text in enumerate(self.text_lines) if written.search(text)),
+                    self.line)
 
     def job(self) -> tuple:
         """What makes two launches of one file different jobs: the script's arguments and the environment."""
@@ -271,6 +279,7 @@ def launches_in_shell(text: str, path: str, first_line: int = 1) -> list[Launch]
         return SHELL_VARIABLE.sub(lambda match: known.get(match[1] or match[2], match[0]), word)
 
     array = re.search(r"(?m)^#SBATCH\s+(--array|-a)\b", text)
+    physical = text.split("\n")
     found, exported = [], {}
     for line, tokens, blocks in commands:
         if not tokens:
@@ -286,8 +295,17 @@ def launches_in_shell(text: str, path: str, first_line: int = 1) -> list[Launch]
                 launch.several = f"launched in a loop over ${varied[0]}"
             elif array:
                 launch.several = "a Slurm array job (#SBATCH --array)"
+            launch.text_lines = continued_lines(physical, line - first_line)
             found.append(launch)
     return found
+
+
+def continued_lines(lines: list[str], start: int) -> list[str]:
+    """The physical lines of the command that starts at lines[start]: that line and those its backslashes continue."""
+    end = start
+    while end + 1 < len(lines) and lines[end].endswith("\\"):
+        end += 1
+    return lines[start:end + 1]
 
 
 UNKNOWN = object()

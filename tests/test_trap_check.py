@@ -93,7 +93,7 @@ def test_a_launch_in_a_shell_script_checks_the_file_it_runs(tmp_path):
     sources = {str(tmp_path / name): (tmp_path / name).read_text() for name in ("train.py", "run.sh")}
     findings = TC.check_sources(sources, HF, "cpu")[0]
     assert {(f.rule, Path(f.path).name, f.line) for f in findings} == {
-        ("seqcls-loss-scaling", "run.sh", 3), ("removed-evaluation_strategy", "run.sh", 3)}
+        ("seqcls-loss-scaling", "run.sh", 3), ("removed-evaluation_strategy", "run.sh", 4)}  # at the flag's line
 
 
 @pytest.mark.parametrize("skill", sorted(CHECKERS))
@@ -1001,7 +1001,7 @@ def test_r5_w4_an_own_dataclass_named_like_training_arguments_is_not_one():
         """
     assert rules_found(HF, {"t.py": own.format(base="")}) == set()
     assert rules_found(HF, {"t.py": "from transformers import TrainingArguments\n" + textwrap.dedent(
-        own.format(base="(TrainingArguments)"))}) == {"removed-warmup_ratio", "removed-logging_dir"}
+        own.format(base="(TrainingArguments)"))}) == {"arguments-subclass-removed-field", "removed-logging_dir"}
     assert rules_found(HF, {"t.py": "from optimum.habana import GaudiTrainingArguments\n"
                                     "GaudiTrainingArguments(output_dir='o', no_cuda=True)"}) == {"removed-no_cuda"}
 
@@ -2147,14 +2147,17 @@ def test_accumulation_as_a_field_default_or_set_on_the_arguments_is_read(source)
     assert rules_found(HF, {"t.py": source.replace("8)", "1)").replace("= 4", "= 1")}) == set()
 
 
-def test_a_field_default_a_launch_overrides_and_a_field_the_subclass_adds_are_not_findings(tmp_path):
+def test_a_field_default_a_launch_overrides_is_no_finding_and_a_removed_field_the_subclass_adds_is_ignored(tmp_path):
+    """The subclass's evaluation_strategy = 'steps' is its own field: nothing raises, and 5.x never reads it (no
+    evaluation at all): arguments-subclass-removed-field (before tc4 it counted as harmless)."""
     script = SEQCLS + ("@dataclass\nclass Args(transformers.TrainingArguments):\n"
                        "    gradient_accumulation_steps: int = 8\n    evaluation_strategy: str = 'steps'\n"
                        "    optim: str = field(default='adamw_hf')\n"
                        "(args,) = HfArgumentParser(Args).parse_args_into_dataclasses()\n")
-    assert rules_found(HF, {"t.py": script}) == {"seqcls-loss-scaling", "optim-adamw-hf"}
+    assert rules_found(HF, {"t.py": script}) == {"seqcls-loss-scaling", "optim-adamw-hf",
+                                                 "arguments-subclass-removed-field"}
     files = {"train.py": script, "run.sh": "python train.py --gradient_accumulation_steps 1 --optim adamw_torch\n"}
-    assert project_found(HF, tmp_path, files) == set()
+    assert project_found(HF, tmp_path, files) == {("arguments-subclass-removed-field", "train.py")}
 
 
 def test_a_trainer_class_chosen_by_a_condition_is_a_trainer():
@@ -2269,3 +2272,135 @@ def test_optimizers_none_written_out_is_no_optimizer():
     code = "from composer import Trainer\nTrainer(model=m, train_dataloader=loader, max_duration='2ba', optimizers={})\n"
     assert rules_found(CP, {"t.py": code.format("None")}) == {"no-optimizer"}
     assert rules_found(CP, {"t.py": code.format("opt")}) == set()
+
+
+# ---- the fourth outside review (tc4): false findings and missed traps ----
+
+def test_a_flag_the_parsers_own_dataclass_declares_is_not_a_training_argument(tmp_path):
+    """`--use_auth_token` to a script whose ModelArguments declares use_auth_token: HfArgumentParser accepts it as
+    that field (a false removed-legacy-argument before). A dataclass imported from a module not given is not read:
+    no finding either. A flag no dataclass of the script declares still is one."""
+    script = ("from dataclasses import dataclass, field\nfrom transformers import HfArgumentParser, TrainingArguments\n"
+              "@dataclass\nclass Options:\n    use_auth_token: bool = field(default=False)\n"
+              "    overwrite_output_dir: bool = False\n"
+              "model_args, args = HfArgumentParser((Options, TrainingArguments)).parse_args_into_dataclasses()\n")
+    launch = "python train.py --output_dir o \\\n  --use_auth_token --overwrite_output_dir\n"
+    assert project_found(HF, tmp_path / "own", {"train.py": script, "run.sh": launch}) == set()
+    unread = "from transformers import HfArgumentParser, TrainingArguments\nfrom elsewhere import Options\n" \
+             "HfArgumentParser((Options, TrainingArguments)).parse_args_into_dataclasses()\n"
+    assert project_found(HF, tmp_path / "unread", {"train.py": unread, "run.sh": launch}) == set()
+    plain = "from transformers import HfArgumentParser, TrainingArguments\n" \
+            "HfArgumentParser((TrainingArguments,)).parse_args_into_dataclasses()\n"
+    assert project_found(HF, tmp_path / "plain", {"train.py": plain, "run.sh": launch}) == {
+        ("removed-legacy-argument", "run.sh"), ("removed-overwrite_output_dir", "run.sh")}
+
+
+def test_a_removed_field_read_from_built_or_parsed_arguments(tmp_path):
+    """`training_args.overwrite_output_dir` raises AttributeError on 5.x: read from arguments built or parsed by
+    HfArgumentParser, or returned by a helper annotated Tuple[..., TrainingArguments]. Not from a name the parser
+    fills with another dataclass, a field the project's subclass declares, or a name bound to something unknown."""
+    parsed = ("from transformers import HfArgumentParser, TrainingArguments\n"
+              "def main():\n    opts, training_args = HfArgumentParser((Opts, TrainingArguments))"
+              ".parse_args_into_dataclasses()\n    if not training_args.{}:\n        pass\n")
+    assert rules_found(HF, {"t.py": parsed.format("overwrite_output_dir")}) == {"removed-argument-read"}
+    assert rules_found(HF, {"t.py": parsed.format("output_dir")}) == set()
+    assert rules_found(HF, {"t.py": parsed.replace("not training_args", "not opts").format("use_auth_token")}) \
+        == set()
+    loop = parsed.format("overwrite_output_dir") + "    for training_args in runs:\n        pass\n"
+    assert rules_found(HF, {"t.py": loop}) == set()  # the name also holds what a loop gives
+    own = "from dataclasses import dataclass\n@dataclass\nclass Opts(TrainingArguments):\n" \
+          "    overwrite_output_dir: bool = False\n"
+    assert rules_found(HF, {"t.py": parsed.replace("(Opts, TrainingArguments)", "(Opts, Opts)").format(
+        "overwrite_output_dir") + own}) == set()
+    helper = ("from typing import Tuple\nfrom transformers import HfArgumentParser, Seq2SeqTrainingArguments\n"
+              "def parse() -> Tuple[Opts, Seq2SeqTrainingArguments]:\n    return read()\n"
+              "def main():\n    opts, args = parse()\n    return args.{}\n")
+    assert rules_found(HF, {"t.py": helper.format("evaluation_strategy")}) == {"removed-argument-read"}
+    assert rules_found(HF, {"t.py": helper.format("eval_strategy")}) == set()
+
+
+def test_self_tokenizer_in_a_subclass_of_transformers_trainer_only():
+    """5.x Trainer has no tokenizer attribute: self.tokenizer in a subclass of transformers' Trainer raises. Not in a
+    TRL trainer's subclass, the project's own Trainer, or a subclass that sets self.tokenizer itself."""
+    code = "from {} import {}\nclass Mine({}):\n    def pad(self):\n        return self.tokenizer.pad_token_id\n"
+    assert rules_found(HF, {"t.py": code.format("transformers", "Seq2SeqTrainer", "Seq2SeqTrainer")}) == {
+        "trainer-self-tokenizer"}
+    middle = "from transformers import Trainer\nclass Base(Trainer):\n    pass\nclass Mine(Base):\n" \
+             "    def pad(self):\n        return self.tokenizer.pad_token_id\n"
+    assert rules_found(HF, {"t.py": middle}) == {"trainer-self-tokenizer"}
+    assert rules_found(HF, {"t.py": code.format("trl", "PPOTrainer", "PPOTrainer")}) == set()
+    both = middle.replace("class Mine(Base):", "from trl import PPOTrainer\nclass Mine(PPOTrainer, Base):")
+    assert rules_found(HF, {"t.py": both}) == set()  # TRL's __init__ comes first and may set it
+    mixin = middle.replace("class Mine(Base):", "class Mixin:\n    def __init__(self):\n        self.tokenizer = None\n"
+                           "class Mine(Mixin, Base):")
+    assert rules_found(HF, {"t.py": mixin}) == set()  # a project mixin gives it one
+    stub = mixin.replace("        self.tokenizer = None\n", "        self.tokenizer = None\n        raise TypeError\n")
+    assert rules_found(HF, {"t.py": stub}) == {"trainer-self-tokenizer"}  # an __init__ for type checkers, never run
+    assert rules_found(HF, {"t.py": "class Trainer:\n    pass\n" + code.format("os", "path", "Trainer")}) == set()
+    sets_it = middle.replace("    pass\n", "    def __init__(self, tokenizer):\n        self.tokenizer = tokenizer\n")
+    assert rules_found(HF, {"t.py": sets_it}) == set()
+
+
+def test_a_training_arguments_subclass_redeclaring_a_removed_field_is_silently_ignored():
+    """`warmup_ratio: float = 0.03` in a TrainingArguments subclass: accepted, and 5.x never reads it (no warmup at
+    all, measured: get_warmup_steps(100) == 0). Not when the project reads the field itself, not for a dataclass
+    of another base, not for overwrite_output_dir (no Trainer ever read it), not for a default that is off."""
+    code = ("from dataclasses import dataclass\nimport transformers\n@dataclass\n"
+            "class TrainingArguments(transformers.TrainingArguments):\n    {}: {} = {}\n")
+    assert rules_found(HF, {"t.py": code.format("warmup_ratio", "float", "0.03")}) == {
+        "arguments-subclass-removed-field"}
+    assert rules_found(HF, {"t.py": code.format("group_by_length", "bool", "True")}) == {
+        "arguments-subclass-removed-field"}
+    assert rules_found(HF, {"t.py": code.format("group_by_length", "bool", "False")}) == set()  # off: loses nothing
+    assert rules_found(HF, {"t.py": code.format("overwrite_output_dir", "bool", "False")}) == set()
+    assert rules_found(HF, {"t.py": code.format("warmup_ratio", "float", "0.03") +
+                            "def steps(args: TrainingArguments, total):\n    return args.warmup_ratio * total\n"}) \
+        == set()
+    assert rules_found(HF, {"t.py": code.replace("transformers.TrainingArguments", "object").format(
+        "warmup_ratio", "float", "0.03")}) == set()
+
+
+def test_a_redeclared_field_that_is_off_counts_when_a_launch_turns_it_on(tmp_path):
+    """group_by_length: bool = False is ignored harmlessly, until `--group_by_length` asks for it: then the subclass
+    accepts the flag (no removed-group_by_length at the launch) and 5.x ignores it (at the field)."""
+    script = ("from dataclasses import dataclass\nfrom transformers import HfArgumentParser, TrainingArguments\n"
+              "@dataclass\nclass Args(TrainingArguments):\n    group_by_length: bool = False\n"
+              "(args,) = HfArgumentParser((Args,)).parse_args_into_dataclasses()\n")
+    files = {"train.py": script, "run.sh": "python train.py --output_dir o --group_by_length\n"}
+    assert project_found(HF, tmp_path / "on", files) == {("arguments-subclass-removed-field", "train.py")}
+    files["run.sh"] = "python train.py --output_dir o\n"
+    assert project_found(HF, tmp_path / "off", files) == set()
+
+
+def test_a_subclass_field_is_ignored_on_the_installed_transformers(tmp_path):
+    """The fact TF034 rests on, measured on the installed library: a redeclared warmup_ratio gives no warmup."""
+    code = ("import dataclasses\nfrom transformers import TrainingArguments\n@dataclasses.dataclass\n"
+            "class Args(TrainingArguments):\n    warmup_ratio: float = 0.03\n"
+            "args = Args(output_dir='o', report_to=[])\nprint(args.get_warmup_steps(100), hasattr(args, 'no_cuda'))\n")
+    (tmp_path / "probe.py").write_text(code)
+    result = run_python([str(tmp_path / "probe.py")], tmp_path)
+    assert result.returncode == 0 and result.stdout.split()[-2:] == ["0", "False"], result.stderr
+
+
+def test_trainer_tokenizer_on_a_trl_trainer_says_trl_decides(tmp_path):
+    """TRL is no pinned package of this skill: Trainer(tokenizer=) on a TRL trainer (or a project class derived from
+    one) is still named, with a note that the installed TRL's signature decides; on transformers' Trainer, none."""
+    def note(files: dict[str, str], given: list[str]) -> dict[str, str]:
+        for name, text in files.items():
+            (tmp_path / name).write_text(textwrap.dedent(text))
+        findings, broken = TC.check_sources({str(tmp_path / name): (tmp_path / name).read_text() for name in given},
+                                            HF, "cpu")
+        assert broken == []
+        return {finding.rule: finding.note for finding in findings}
+    trl = "from trl import DPOTrainer\nDPOTrainer(model=m, tokenizer=tok)\n"
+    assert "trl.DPOTrainer is TRL's" in note({"a.py": trl}, ["a.py"])["trainer-tokenizer"]
+    derived = {"mine.py": "from trl import PPOTrainer\nclass PeftTrainer(PPOTrainer):\n    pass\n",
+               "b.py": "from mine import PeftTrainer\nPeftTrainer(config=c, model=m, tokenizer=tok)\n"}
+    assert "trl.PPOTrainer is TRL's" in note(derived, ["b.py"])["trainer-tokenizer"]
+    # the class in a namespace package (src/pkg has no __init__.py), imported absolutely: read from src/
+    (tmp_path / "src" / "pkg" / "run").mkdir(parents=True)
+    namespace = {"src/pkg/mine.py": derived["mine.py"], "src/pkg/run/b.py": derived["b.py"].replace(
+        "from mine", "from pkg.mine")}
+    assert "trl.PPOTrainer is TRL's" in note(namespace, ["src/pkg/run/b.py"])["trainer-tokenizer"]
+    assert note({"c.py": "from transformers import Trainer\nTrainer(model=m, tokenizer=tok)\n"}, ["c.py"]) == {
+        "trainer-tokenizer": ""}

@@ -302,3 +302,18 @@ def test_links_and_composer_files_are_left(tmp_path):
                          str(composer)], tmp_path / "run2")
     assert "--fix changes nothing in composer-training" in result.stderr and result.returncode == 1
     assert composer.read_text() == "from composer import Trainer\nTrainer(model, max_duration='2ep')\n"
+
+
+def test_a_flag_keeps_its_value_s_quotes_and_a_ratio_named_once_is_read(tmp_path):
+    """`--evaluation_strategy="steps"` lost its quotes (the whole word was rewritten); `warmup_ratio=warmup_ratio`
+    with `warmup_ratio = 0.03` above was left though the value is known. A name bound twice, or to a number of
+    steps, is still left."""
+    (tmp_path / "hf.py").write_text("from transformers import HfArgumentParser, TrainingArguments\n"
+                                    "HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n")
+    shell = "python hf.py \\\n  --evaluation_strategy=\"steps\" \\\n  --no-cuda='true'\n"
+    assert fixed(shell, "run.sh", tmp_path) == "python hf.py \\\n  --eval_strategy=\"steps\" \\\n  --use-cpu='true'\n"
+    code = "from transformers import TrainingArguments\nwarmup_ratio = {}\n" \
+           "TrainingArguments(output_dir='o', warmup_ratio=warmup_ratio)\n"
+    assert fixed(code.format("0.03")) == code.format("0.03").replace("warmup_ratio=warmup", "warmup_steps=warmup")
+    for left in (code.format("10"), code.format("0.03") + "warmup_ratio = 0.1\n", code.format("float(x)")):
+        assert fixed(left) == left

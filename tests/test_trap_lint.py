@@ -31,7 +31,8 @@ CODES = {
     "TF022": "token-collator-label", "TF023": "accelerate-cpu-processes", "TF024": "resume-changed-max-steps",
     "TF025": "perplexity-exp-eval-loss", "TF026": "load-dataset-online", "TF027": "resume-true-unconditional",
     "TF028": "resume-unchecked-checkpoint", "TF029": "generate-max-length", "TF030": "seq2seq-plain-trainer",
-    "TF031": "removed-legacy-argument",
+    "TF031": "removed-legacy-argument", "TF032": "removed-argument-read", "TF033": "trainer-self-tokenizer",
+    "TF034": "arguments-subclass-removed-field",
     "CP001": "positional-trainer", "CP002": "duration-unit", "CP003": "tok-uncounted", "CP004": "changed-head-load",
     "CP005": "autoresume-no-run-name", "CP006": "autoresume-shared-folder", "CP007": "save-overwrite",
     "CP008": "gpu-only-setting-on-cpu", "CP009": "no-optimizer", "CP010": "shuffle-resume",
@@ -117,6 +118,17 @@ def test_an_unknown_rule_word_is_one_line_and_exit_2(tmp_path, capsys):
         "prefix such as TF or CP0 selects every code it starts)"]
 
 
+def test_a_code_of_the_other_skill_is_one_line_and_exit_2(tmp_path, capsys):
+    """--select CP001 to the transformers checker ran no rule and passed: now it names the skill whose checker has it
+    (for a code prefix of the other skill too); a prefix both skills share still selects this skill's."""
+    (tmp_path / "t.py").write_text(ERROR_LINE)
+    for skill, option, word, other in ((HF, "--select", "CP001", CP), (CP, "--ignore", "TF0", HF)):
+        code, _, err = lint(skill, [str(tmp_path / "t.py"), option, word], capsys)
+        assert code == 2 and err.strip().splitlines() == [
+            f"trap_check.py: error: {word!r} names rules of {other}, not of {skill}: run "
+            f"skills/{other}/scripts/trap_check.py for them"], err
+
+
 @pytest.mark.parametrize("text, found", [
     ('TrainingArguments(output_dir="o", no_cuda=True)  # trap-check: ignore[removed-no_cuda]\n', False),
     ('TrainingArguments(output_dir="o", no_cuda=True)  # trap-check: ignore[TF011, TF002]\n', False),
@@ -138,6 +150,36 @@ def test_an_inline_comment_suppresses_in_shell_scripts_too(tmp_path, capsys):
                        (f"# trap-check: ignore[TF023]\n{launch}\n", 0)):
         (tmp_path / "run.sh").write_text(text)
         assert lint(HF, [str(tmp_path / "run.sh")], capsys)[0] == code, text
+
+
+def test_a_shell_flag_is_reported_at_its_own_line_where_its_comment_suppresses(tmp_path, capsys):
+    """A flag on the fourth line of a continued launch was reported at the command's first line: its annotation
+    pointed there and a comment next to the flag suppressed nothing."""
+    (tmp_path / "train.py").write_text("from transformers import HfArgumentParser, TrainingArguments\n"
+                                       "HfArgumentParser((TrainingArguments,)).parse_args_into_dataclasses()\n")
+    launch = "python train.py \\\n  --output_dir o \\\n  --evaluation_strategy=\"steps\" \\\n  --overwrite-output-dir{}\n"
+    (tmp_path / "run.sh").write_text(launch.format(""))
+    code, out, _ = lint(HF, [str(tmp_path), "--format", "github"], capsys)
+    assert code == 1 and [line.split(",title=")[0].rsplit(",", 1)[1] for line in out.splitlines()] == [
+        "line=3", "line=4"], out
+    (tmp_path / "run.sh").write_text(launch.format("  # trap-check: ignore[TF003]"))
+    code, out, _ = lint(HF, [str(tmp_path), "--format", "github"], capsys)
+    assert out.count("::error") == 1 and "TF001" in out, out
+
+
+@pytest.mark.parametrize("text, found", [
+    ('TrainingArguments(\n    output_dir="o",\n    no_cuda=True,\n)  # trap-check: ignore[TF002]\n', False),
+    ('# trap-check: ignore[TF002]\nTrainingArguments(\n    output_dir="o",\n    no_cuda=True,\n)\n', False),
+    ('TrainingArguments(  # TRAP-CHECK: IGNORE[tf002]\n    output_dir="o",\n    no_cuda=True,\n)\n', False),
+    ('TrainingArguments(\n    output_dir="o",\n    no_cuda=True,\n)\nx = 1  # trap-check: ignore[TF002]\n', True),
+    ('if True:  # trap-check: ignore[TF002]\n    TrainingArguments(output_dir="o", no_cuda=True)\n', True),
+])
+def test_a_comment_on_any_line_of_a_python_statement_suppresses_within_it(tmp_path, capsys, text, found):
+    """As ruff's noqa on the reported line, widened to the statement: a call of several lines takes its comment on
+    any of its lines or alone above its first; a compound statement's header covers none of its body."""
+    (tmp_path / "t.py").write_text(text)
+    code, _, err = lint(HF, [str(tmp_path / "t.py")], capsys)
+    assert (code, bool(failed(err))) == ((1, True) if found else (0, False)), err
 
 
 def test_format_github_prints_workflow_annotations(tmp_path, capsys):

@@ -76,6 +76,28 @@ RULES = [
          TABLE, why="raises TypeError on 5.x",
          trips={"t.py": ARGS.format("per_gpu_train_batch_size=8")},
          clean={"t.py": ARGS.format("per_device_train_batch_size=8")}),
+    Rule("TF032", "removed-argument-read", TF, ERROR,
+         "a field 5.x TrainingArguments no longer has (the note names it) read from the arguments: AttributeError.",
+         "drop the read, or read its replacement (eval_strategy, use_cpu, warmup_steps, train_sampling_strategy; "
+         "overwrite_output_dir has none: test the folder yourself)", TABLE, why="raises AttributeError on 5.x",
+         trips={"t.py": 'args = TrainingArguments(output_dir="o")\nprint(args.overwrite_output_dir)\n'},
+         clean={"t.py": 'args = TrainingArguments(output_dir="o")\nprint(args.output_dir)\n'}),
+    Rule("TF033", "trainer-self-tokenizer", TF, ERROR,
+         "self.tokenizer in a subclass of Transformers' Trainer: 5.x Trainer has no tokenizer attribute "
+         "(AttributeError).", "self.processing_class", TABLE, why="raises AttributeError on 5.x",
+         trips={"t.py": "from transformers import Trainer\nclass T(Trainer):\n    def pad(self):\n"
+                        "        return self.tokenizer.pad_token_id\n"},
+         clean={"t.py": "from transformers import Trainer\nclass T(Trainer):\n    def pad(self):\n"
+                        "        return self.processing_class.pad_token_id\n"}),
+    Rule("TF034", "arguments-subclass-removed-field", TF, ERROR,
+         "a TrainingArguments subclass declares a field 5.x removed (the note names it): the subclass accepts it and "
+         "5.x never reads it, so the training silently runs without it (warmup_ratio: no warmup at all).",
+         "the 5.x setting the note names (warmup_ratio: warmup_steps=<the ratio>, a float below 1 is a ratio)", TABLE,
+         why="silently wrong training (the setting is ignored)",
+         trips={"t.py": "from dataclasses import dataclass\nfrom transformers import TrainingArguments\n@dataclass\n"
+                        "class Args(TrainingArguments):\n    warmup_ratio: float = 0.03\n"},
+         clean={"t.py": "from dataclasses import dataclass\nfrom transformers import TrainingArguments\n@dataclass\n"
+                        "class Args(TrainingArguments):\n    warmup_steps: float = 0.03\n"}),
     Rule("TF011", "trainer-tokenizer", TF, ERROR,
          "Trainer(tokenizer=...) was removed in 5.x: Trainer raises TypeError.",
          "Trainer(processing_class=tokenizer)", TABLE,

@@ -63,8 +63,8 @@ class Rename:
     value: str | None = None  # the new value's source; None: the value is kept as written
     cli_value: str | None = None  # the new flag's value on a command line (a bool flag's rewrite)
 
-    def accepts_node(self, node: ast.AST) -> bool:
-        """A value that cannot be read is kept only by a pure rename, whose meaning does not depend on it."""
+    def accepts_node(self, node: ast.AST | None) -> bool:
+        """A value that cannot be read (None) is kept only by a pure rename, whose meaning does not depend on it."""
         return self.accepts(node.value) if isinstance(node, ast.Constant) else self.accepts is KEPT
 
     def accepts_word(self, word: str | None) -> bool:
@@ -144,6 +144,15 @@ class PythonFile:
         self.dicts: dict[str, list | None] = {}
         self.declared = self.declared_flags()
 
+    def constant(self, node: ast.AST) -> ast.AST | None:
+        """A value as the rewrite reads it: a constant, or a name the file binds once, to a constant
+        (`warmup_ratio = 0.03` above `warmup_ratio=warmup_ratio`); None otherwise."""
+        if isinstance(node, ast.Name):
+            bindings = [name for name in self.names.get(node.id, []) if not isinstance(name.ctx, ast.Load)]
+            parent = self.parents.get(id(bindings[0])) if len(bindings) == 1 else None
+            node = parent.value if isinstance(parent, ast.Assign) and parent.targets == [bindings[0]] else None
+        return node if isinstance(node, ast.Constant) else None
+
     def library_class(self, node: ast.AST, depth: int = 0) -> str | None:
         """The transformers class a call's callee stands for: imported, transformers.X, or a class of this file
         derived from one that has no __init__ and declares no old name (its own fields would take them)."""
@@ -185,8 +194,8 @@ class PythonFile:
         edits = []
         for name, node, value in places:
             rename = renames.get(name)
-            if rename is None or rename.new in given or not all(
-                    rename.accepts_node(other) for other_name, _, other in places if other_name == name):
+            values = [self.constant(other) for other_name, _, other in places if other_name == name]
+            if rename is None or rename.new in given or not all(map(rename.accepts_node, values)):
                 continue
             what = f"{name}= -> {rename.new}="
             renamed = replace_name(self.source, node, name, rename.new, what)
@@ -413,10 +422,22 @@ def shell_edits(path: Path, text: str) -> list[Edit]:
             if allowed:
                 arguments = command[position + 1:]
                 for index, new_words, what in argv_rewrites([value for _, _, value in arguments], allowed):
-                    start, stop, _ = arguments[index]
-                    edits.append(Edit(start, stop, " ".join(map(shlex.quote, new_words)), what))
+                    start, stop, old = arguments[index]
+                    edits.append(renamed_flag(text, start, old, new_words, what) or
+                                 Edit(start, stop, " ".join(map(shlex.quote, new_words)), what))
                 break
     return edits
+
+
+def renamed_flag(text: str, start: int, old: str, new_words: list[str], what: str) -> "Edit | None":
+    """A rename that keeps the value, as an edit of the flag's name alone: `--evaluation_strategy="steps"` keeps its
+    quotes. None when the name is not written plainly at the word's start (a quoted flag: the word is rewritten)."""
+    if len(new_words) != 1:
+        return None
+    old_name, new_name = old.split("=", 1)[0], new_words[0].split("=", 1)[0]
+    if old[len(old_name):] != new_words[0][len(new_name):] or not text.startswith(old_name, start):
+        return None
+    return Edit(start, start + len(old_name), new_name, what)
 
 
 # ---------------------------------------------------------------- files

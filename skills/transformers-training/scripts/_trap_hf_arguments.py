@@ -148,10 +148,13 @@ def holds_arguments(module: Module, holder: ast.AST) -> bool:
 
 def argument_findings(module: Module, training: list):
     for call, kw, complete in training:
+        # a field the project's subclass declares is accepted (arguments-subclass-removed-field says it is ignored)
+        declared = arguments_fields(module, module.short(call)) if isinstance(call, ast.Call) else None
+        given = kw.keys() - (declared or set())
         for name, _what, _fix in REMOVED_ARGUMENTS:
-            if name in kw:
+            if name in given:
                 yield f"removed-{name}", kw[name][1], ""
-        for name in sorted(LEGACY_ARGUMENTS.keys() & kw.keys()):
+        for name in sorted(LEGACY_ARGUMENTS.keys() & given):
             yield "removed-legacy-argument", kw[name][1], f"{name}="
         if module.const(kw.get("optim", (None,))[0]) == "adamw_hf":
             yield "optim-adamw-hf", kw["optim"][1], ""
@@ -176,6 +179,23 @@ def library_trainer(module: Module, call: ast.Call) -> bool:
     return short not in defined or module.inherits(short, lambda name: name.endswith("Trainer") and name not in defined)
 
 
+def trl_trainer(module: Module, name: str, qualified: str, seen: set[str]) -> str:
+    """The trl class a Trainer called is, or derives from (through project classes), else ''. TRL is no pinned
+    package of this skill: its own signature decides what tokenizer= does, and trainer-tokenizer's note says so."""
+    if qualified.startswith("trl."):
+        return qualified
+    for part in module.project:
+        for definition in part.classes.get(name, []):
+            for base in definition.bases:
+                base_name = part.qualname(base)
+                short = base_name.rsplit(".", 1)[-1]
+                found = base_name if base_name.startswith("trl.") else "" if short in seen else \
+                    trl_trainer(part, short, base_name, seen | {short})
+                if found:
+                    return found
+    return ""
+
+
 OTHER_PARSERS = {"ArgumentParser", "argparse", "click", "typer", "fire", "argv", "docopt", "jsonargparse"}
 HF_PARSERS = {"HfArgumentParser", "TrlParser", "parse_args_into_dataclasses"}
 
@@ -188,9 +208,54 @@ def hf_flags(launch: Launch, flag: str) -> bool:
     runs = launch.runs
     if not isinstance(runs, Module):
         return True
+    if parser_declares(runs, flag):
+        return False
     names = runs.project_names
     return bool(HF_PARSERS & names) or not (OTHER_PARSERS & names) or any(
         forwards_parsed(part, flag) for part in runs.project)
+
+
+def class_fields(module: Module, name: str, seen: set[str]) -> set[str] | None:
+    """The fields a project class and its project bases declare (`use_auth_token: bool = ...`); None when one of
+    its classes cannot be read here (imported from a module not given): its fields are not known."""
+    definitions = [definition for part in module.project for definition in part.classes.get(name, [])]
+    if not definitions:
+        return None
+    fields: set[str] = set()
+    for definition in definitions:
+        fields |= {statement.target.id for statement in definition.body
+                   if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)}
+        for base in definition.bases:
+            short = module.qualname(base).rsplit(".", 1)[-1]
+            if short in ARGUMENT_CLASSES or short in seen or short == "object":
+                continue
+            inherited = class_fields(module, short, seen | {short})
+            if inherited is None:
+                return None
+            fields |= inherited
+    return fields
+
+
+def parser_declares(module: Module, flag: str) -> bool:
+    """Whether a dataclass the script gives HfArgumentParser (its ModelArguments, a TrainingArguments subclass)
+    declares the flag: the parser accepts it as that field, never TrainingArguments'. A dataclass that cannot be
+    read counts as declaring it: no finding rests on a value not read."""
+    for part in module.project:
+        for call in part.calls:
+            if part.short(call) not in ("HfArgumentParser", "TrlParser") or not call.args:
+                continue
+            given = part.resolve(call.args[0])
+            classes = given.elts if isinstance(given, (ast.Tuple, ast.List)) else [call.args[0]]
+            for element in classes:
+                qualified = part.qualname(element)
+                short = qualified.rsplit(".", 1)[-1]
+                if short in ARGUMENT_CLASSES and short not in part.project_classes:
+                    continue  # the library's own: its fields are TrainingArguments'
+                fields = class_fields(part, short, {short}) if isinstance(element, (ast.Name, ast.Attribute)) \
+                    else None
+                if fields is None or flag in fields:
+                    return True
+    return False
 
 
 def flag_removed(module: Module, flag: str) -> bool:
@@ -560,3 +625,151 @@ def token_label_findings(module: Module):
                 written.setdefault(value, line_of(where))
     if "label" in written and "labels" not in written:
         yield "token-collator-label", written["label"], ""
+
+
+# -- 5.x's removed fields read from built or parsed arguments, or redeclared by a subclass; Trainer's lost tokenizer
+REMOVED_FIELDS = {name for name, _what, _fix in REMOVED_ARGUMENTS} | set(LEGACY_ARGUMENTS)
+# removed fields the 4.x Trainer read (overwrite_output_dir it never did: only scripts read it), with the 5.x setting
+IGNORED_FIELDS = {name: fix for name, _what, fix in REMOVED_ARGUMENTS if name != "overwrite_output_dir"}
+
+
+def arguments_fields(module: Module, short: str) -> set[str] | None:
+    """The fields a training-arguments class declares beyond the library's: empty for the library's own class, the
+    project subclass's own (and its project bases'); None when ``short`` is no training-arguments class, or one
+    whose fields cannot be read."""
+    if short not in module.project_classes:
+        return set() if short in ARGUMENT_CLASSES else None
+    if not any(module.inherits(module.qualname(base).rsplit(".", 1)[-1], lambda name: name in ARGUMENT_CLASSES)
+               for part in module.project for definition in part.classes.get(short, []) for base in definition.bases):
+        return None  # a vendored class of the same name, derived from none
+    return class_fields(module, short, {short})
+
+
+def unpacked_class(module: Module, value: ast.AST, index: int, size: int) -> str:
+    """The class of element ``index`` of ``size`` unpacked from HfArgumentParser((A, B, C)).parse_*(...), or from a
+    project function whose return annotation is Tuple[A, B, C]; '' when not known."""
+    if not isinstance(value, ast.Call):
+        return ""
+    if isinstance(value.func, ast.Attribute) and value.func.attr.startswith("parse_"):
+        parser = module.resolve(value.func.value)
+        if isinstance(parser, ast.Call) and module.short(parser) == "HfArgumentParser" and parser.args:
+            given = module.resolve(parser.args[0])
+            classes = given.elts if isinstance(given, (ast.Tuple, ast.List)) else [given]
+            return module.qualname(classes[index]).rsplit(".", 1)[-1] if index < len(classes) else ""
+        return ""
+    found = module.callee(value)
+    returns = getattr(found[1], "returns", None) if found else None
+    if isinstance(returns, ast.Subscript) and called_name(returns.value) in ("Tuple", "tuple") and \
+            isinstance(returns.slice, ast.Tuple) and len(returns.slice.elts) == size:
+        return found[0].qualname(returns.slice.elts[index]).rsplit(".", 1)[-1]
+    return ""
+
+
+def held_classes(module: Module, read: ast.Name) -> list[str] | None:
+    """The training-arguments classes a name may hold where it is read, from every binding of it in the enclosing
+    function (a parameter annotated with the class, `args = TrainingArguments(...)`, an unpacked parse); None when
+    one binding is not known to be training arguments (the name may hold anything else)."""
+    scope = read
+    while id(scope) in module.parent and not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        scope = module.parent[id(scope)]
+    parameters: list[str] = []
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        every = [*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs]
+        parameters = [module.qualname(argument.annotation).rsplit(".", 1)[-1] if argument.annotation else ""
+                      for argument in every if argument.arg == read.id]
+    assigned: list[str] = []
+    stores = 0  # every binding (a for loop, a with, a walrus too): each must be one of the assignments read
+    for node in own_nodes(scope):
+        if isinstance(node, ast.Name) and node.id == read.id and isinstance(node.ctx, ast.Store):
+            stores += 1
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and target.id == read.id:
+                    assigned.append(module.short(node.value) if isinstance(node.value, ast.Call) and
+                                    builds_arguments(module, node.value) else "")
+                elif isinstance(target, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in target.elts):
+                    assigned += [unpacked_class(module, node.value, index, len(target.elts))
+                                 for index, element in enumerate(target.elts)
+                                 if isinstance(element, ast.Name) and element.id == read.id]
+    classes = parameters + assigned
+    return classes if classes and all(classes) and stores == len(assigned) else None
+
+
+def removed_field_findings(module: Module):
+    """removed-argument-read, arguments-subclass-removed-field and trainer-self-tokenizer of the module itself."""
+    read_here = {node.attr for part in module.project for node in part.nodes
+                 if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)}
+    for node in module.nodes:
+        if isinstance(node, ast.Attribute) and node.attr in REMOVED_FIELDS and isinstance(node.ctx, ast.Load) and \
+                isinstance(node.value, ast.Name):
+            classes = held_classes(module, node.value)
+            fields = [arguments_fields(module, short) for short in classes or []]
+            if classes and all(declared is not None and node.attr not in declared for declared in fields):
+                yield "removed-argument-read", node.lineno, f"{node.value.id}.{node.attr}"
+    flags = {token.split("=", 1)[0].lstrip("-").replace("-", "_") for args in module.launched_with for token in args}
+    for name, definitions in module.classes.items():
+        if arguments_fields(module, name) is None:
+            continue
+        for statement in definitions[0].body:
+            if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and \
+                    statement.target.id in IGNORED_FIELDS and statement.target.id not in read_here:
+                field_name, default = statement.target.id, statement.value
+                if isinstance(default, ast.Call) and called_name(default.func) == "field":
+                    default = next((keyword.value for keyword in default.keywords if keyword.arg == "default"), None)
+                value = module.const(default)
+                # a default that is off (group_by_length=False) loses nothing unless a launch turns it on
+                if value is UNKNOWN or (not value and field_name not in flags):
+                    continue
+                yield "arguments-subclass-removed-field", statement.lineno, \
+                    f"{name}.{field_name}; 5.x: {IGNORED_FIELDS[field_name]}"
+    yield from self_tokenizer_findings(module)
+
+
+def transformers_trainer(module: Module, name: str, seen: set[str]) -> bool:
+    """Whether a class defined here derives from transformers' Trainer or Seq2SeqTrainer (through project classes),
+    with no TRL trainer among its bases (TRL's own classes decide what self.tokenizer is there)."""
+    for part in module.project:
+        for definition in part.classes.get(name, []):
+            if any(part.qualname(base).startswith("trl.") for base in definition.bases):
+                return False
+            for base in definition.bases:
+                qualified = part.qualname(base)
+                short = qualified.rsplit(".", 1)[-1]
+                if qualified.startswith("transformers.") and short in ("Trainer", "Seq2SeqTrainer"):
+                    return True
+                if short in part.project_classes and short not in seen and \
+                        transformers_trainer(part, short, seen | {short}):
+                    return True
+    return False
+
+
+def gives_tokenizer(module: Module, name: str, seen: set[str]) -> bool:
+    """Whether a project class or one of its project bases (a mixin too) gives itself a tokenizer:
+    `self.tokenizer = tokenizer` in it, or a tokenizer attribute or property of its own. A method that raises
+    outright (a mixin's `__init__` written for type checkers, never run) gives nothing."""
+    for part in module.project:
+        for definition in part.classes.get(name, []):
+            run = [statement for statement in definition.body if not (
+                isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and
+                any(isinstance(line, ast.Raise) for line in statement.body))]
+            if any(isinstance(node, ast.Attribute) and node.attr == "tokenizer" and isinstance(node.ctx, ast.Store)
+                   for statement in run for node in ast.walk(statement)) or any(
+                    getattr(statement, "name", None) == "tokenizer" or any(
+                        isinstance(target, ast.Name) and target.id == "tokenizer"
+                        for target in getattr(statement, "targets", [getattr(statement, "target", None)]))
+                    for statement in definition.body):
+                return True
+            bases = {part.qualname(base).rsplit(".", 1)[-1] for base in definition.bases} - seen
+            if any(gives_tokenizer(part, base, seen | bases) for base in bases if base in part.project_classes):
+                return True
+    return False
+
+
+def self_tokenizer_findings(module: Module):
+    for name, definitions in module.classes.items():
+        if len(definitions) == 1 and transformers_trainer(module, name, {name}) and \
+                not gives_tokenizer(module, name, {name}):
+            for node in ast.walk(definitions[0]):
+                if isinstance(node, ast.Attribute) and node.attr == "tokenizer" and isinstance(node.ctx, ast.Load) \
+                        and isinstance(node.value, ast.Name) and node.value.id == "self":
+                    yield "trainer-self-tokenizer", node.lineno, f"{name}: self.tokenizer"

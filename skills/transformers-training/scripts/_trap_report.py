@@ -4,27 +4,33 @@ under --strict), --list-rules, and the output formats (text lines on stderr, Git
 the contract's --json with each finding's code and severity). A module of trap_check.py, synced like it.
 """
 
+import ast
 import re
 
 from _trap_rules import ERROR, RULES, Rule
 from smoke_contract import EXIT_USAGE, SmokeError, log
 
-# `# trap-check: ignore[pad-token-eos, CP009]` on the finding's line, or alone on the line above it (Python or shell)
-SUPPRESSION = re.compile(r"#\s*trap-check:\s*ignore\[([^\]]*)\]")
+# `# trap-check: ignore[pad-token-eos, CP009]` on the finding's line, or alone on the line above it (Python or shell);
+# in a Python statement of several lines, on any of its lines or alone above its first. Any case (TRAP-CHECK: IGNORE)
+SUPPRESSION = re.compile(r"#\s*trap-check:\s*ignore\[([^\]]*)\]", re.IGNORECASE)
 CODE_PREFIX = re.compile(r"^[A-Z]{2}\d{0,3}$")  # TF, CP0, TF01: every code that starts so
 
 
 def chosen_rules(skill: str, select: list[str] | None, ignore: list[str] | None) -> dict[str, Rule]:
     """name -> rule for the rules of ``skill`` that run: those --select names (all when it is not given) less those
-    --ignore names. A word that names no rule of either skill is a usage error: a typo must not switch a rule off."""
+    --ignore names. A word that names no rule of either skill, or only rules of the other skill, is a usage error: a
+    typo must not switch a rule off, and CP001 given to the transformers checker would run nothing."""
     def named(words: list[str] | None, default: set[str]) -> set[str]:
         if words is None:
             return default
         chosen, unknown = set(), []
         for word in (part.strip() for text in words for part in text.split(",") if part.strip()):
-            matched = {rule.id for rule in RULES if word in (rule.id, rule.code)
-                       or (CODE_PREFIX.match(word) and rule.code.startswith(word))}
-            chosen |= matched
+            matched = [rule for rule in RULES if word in (rule.id, rule.code)
+                       or (CODE_PREFIX.match(word) and rule.code.startswith(word))]
+            if matched and all(rule.skill != skill for rule in matched):
+                raise SmokeError(f"{word!r} names rules of {matched[0].skill}, not of {skill}: run "
+                                 f"skills/{matched[0].skill}/scripts/trap_check.py for them", EXIT_USAGE)
+            chosen |= {rule.id for rule in matched}
             if not matched:
                 unknown.append(word)
         if unknown:
@@ -37,15 +43,35 @@ def chosen_rules(skill: str, select: list[str] | None, ignore: list[str] | None)
     return {rule.id: rule for rule in RULES if rule.skill == skill and rule.id in kept}
 
 
-def suppressed(rule: Rule, lines: list[str], line: int) -> bool:
-    """Whether ``# trap-check: ignore[...]`` naming the rule (code or name) sits on line ``line`` (1-based) or alone
-    on the line above it: a comment trailing the statement above suppresses nothing here."""
-    places = [lines[line - 1]] if 0 < line <= len(lines) else []
-    if 1 < line <= len(lines) + 1 and lines[line - 2].lstrip().startswith("#"):
-        places.append(lines[line - 2])
+def statement_spans(text: str) -> dict[int, tuple[int, int]]:
+    """line -> (first, last) line of the Python statement of several lines it is in (a compound statement's header
+    only: a comment on `if x:` covers none of its body); empty for text that does not parse."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return {}
+    spans = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt):
+            body = getattr(node, "body", None)
+            last = body[0].lineno - 1 if isinstance(body, list) and body and isinstance(body[0], ast.stmt) \
+                else node.end_lineno or node.lineno
+            spans.update((line, (node.lineno, last)) for line in range(node.lineno, last + 1) if last > node.lineno)
+    return spans
+
+
+def suppressed(rule: Rule, lines: list[str], line: int, span: tuple[int, int] | None = None) -> bool:
+    """Whether ``# trap-check: ignore[...]`` naming the rule (code or name, any case) sits on line ``line``
+    (1-based), or on a line of ``span`` (the statement of several lines it is in), or alone on the line above the
+    first: a comment trailing the statement above suppresses nothing here."""
+    first, last = span or (line, line)
+    places = lines[first - 1:last] if 0 < first <= len(lines) else []
+    if 1 < first <= len(lines) + 1 and lines[first - 2].lstrip().startswith("#"):
+        places.append(lines[first - 2])
+    names = {rule.id.lower(), rule.code.lower()}
     for text in places:
         for match in SUPPRESSION.finditer(text):
-            if {word.strip() for word in match[1].split(",")} & {rule.id, rule.code}:
+            if {word.strip().lower() for word in match[1].split(",")} & names:
                 return True
     return False
 

@@ -255,6 +255,12 @@ class Project:
         roots = [folder]
         while os.path.isfile(roots[-1] / "__init__.py") and len(roots) < 5:
             roots.append(roots[-1].parent)
+        # a namespace package (no __init__.py): `import llmtuner.tuner.x` in src/llmtuner/tuner/y.py reads from src/
+        absolute = {alias.name.split(".")[0] for node in module.nodes if isinstance(node, ast.Import)
+                    for alias in node.names} | {node.module.split(".")[0] for node in module.nodes
+                                                if isinstance(node, ast.ImportFrom) and node.module and not node.level}
+        roots += [ancestor.parent for ancestor in [folder, *folder.parents][:6]
+                  if ancestor.name in absolute and ancestor.parent not in roots]
         for entry, relative in sys_path_entries(module):
             # the project's own folder put on sys.path (found from the file, or holding a given file); a library's
             # (/opt/llm-foundry) is not the project
@@ -417,7 +423,8 @@ def unattached_launch_findings(launch: Launch, skill: str, device: str) -> list[
     """A shell launch of a file not given here: the flags on its own line are still checked."""
     empty = Module(launch.path, ast.parse(""))
     found = transformers_findings(empty, [launch]) if skill == TF else composer_findings(empty, [launch], device)
-    return [Finding(rule, launch.path, launch.line, note) for rule, _where, note in found]
+    return [Finding(rule, launch.path, where[1] if isinstance(where, tuple) else launch.line, note)
+            for rule, where, note in found]
 
 
 def body(run) -> None:
@@ -460,8 +467,16 @@ def check_paths(run) -> None:
     if not sources and not unreadable:
         raise SmokeError(f"no .py, .sh, .bash, .sbatch or .slurm file under {', '.join(map(repr, args.paths))}", EXIT_USAGE)
     findings, broken = check_all(sources, skill, run.device)
-    findings = [finding for finding in findings if finding.rule in rules
-                and not report.suppressed(rules[finding.rule], source_lines(sources, finding.path), finding.line)]
+    spans: dict[str, dict] = {}  # a Python file's statements of several lines, read when a finding is in it
+
+    def accepted(finding: Finding) -> bool:
+        lines = source_lines(sources, finding.path)
+        if finding.path.endswith(".py") and finding.path not in spans:
+            spans[finding.path] = report.statement_spans("\n".join(lines))
+        span = spans.get(finding.path, {}).get(finding.line)
+        return report.suppressed(rules[finding.rule], lines, finding.line, span)
+
+    findings = [finding for finding in findings if finding.rule in rules and not accepted(finding)]
     # the findings are final here: --fix / --diff (issue #26, _trap_fix.py) take them from this point
     by_path: dict[str, list[Finding]] = {}
     for finding in findings:
