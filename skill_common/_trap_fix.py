@@ -18,8 +18,9 @@ cannot be read where the rewrite depends on it, group_by_length=False) stays a f
 no rewrite: none of its traps on mosaicml 0.32.1 has one exact spelling.
 
 Text outside the rewritten tokens stays byte for byte (comments, quotes, line endings, the PEP 263 encoding); the
-file is replaced atomically (a temporary file in its folder, renamed over it) with its mode bits. A file whose
-rewritten text would not parse is left as it was and named.
+file is replaced atomically (a temporary file in its folder, renamed over it) with its mode bits, owner and
+group. Left as it was and named: a file that does not compile or would not after the rewrite, a read-only or
+hard-linked file, one whose owner cannot be kept, and one that changed after it was read.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import stat
 import sys
 import tempfile
 import tokenize
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -463,33 +465,67 @@ def fixed_text(path: Path, data: bytes) -> tuple[str, str, str, list[Edit]]:
 MAX_BYTES = 5_000_000  # the checker's limit: a larger file is not a training script
 
 
-def read_regular(path: Path) -> tuple[bytes, int]:
-    """A file's bytes and mode, opened without following a symbolic link (the link's target may be anyone's file:
+def read_regular(path: Path) -> tuple[bytes, os.stat_result]:
+    """A file's bytes and status, opened without following a symbolic link (the link's target may be anyone's file:
     fix that file itself) and without blocking, and refused unless it is a regular file."""
     descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
     with os.fdopen(descriptor, "rb") as file:
-        mode = os.fstat(file.fileno()).st_mode
-        if not stat.S_ISREG(mode):
+        status = os.fstat(file.fileno())
+        if not stat.S_ISREG(status.st_mode):
             raise ValueError("not a regular file")
         data = file.read(MAX_BYTES + 1)
     if len(data) > MAX_BYTES:
         raise ValueError(f"larger than {MAX_BYTES // 1_000_000} MB")
-    return data, mode
+    return data, status
 
 
-def write_atomically(path: Path, data: bytes, mode: int) -> None:
-    """Replace a file by a temporary one in its folder, with its mode: a crash leaves the old file or the new one."""
+def refusal(status: os.stat_result) -> str | None:
+    """Why a file is not ours to replace: marked read-only, or one of several hard links (a new file would split
+    them: the other names would keep the old text)."""
+    if not status.st_mode & stat.S_IWUSR:
+        return "it is read-only"
+    if status.st_nlink > 1:
+        return f"it has {status.st_nlink} hard links and a new file would split them"
+    return None
+
+
+def write_atomically(path: Path, data: bytes, status: os.stat_result, read: bytes) -> None:
+    """Replace a file by a temporary one in its folder, with its mode, owner and group: a crash leaves the old file
+    or the new one. ValueError, and the file left, when its owner cannot be kept or it changed since it was read
+    (an edit made meanwhile would be lost)."""
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".fix")
     try:
         with os.fdopen(descriptor, "wb") as file:
             file.write(data)
             file.flush()
             os.fsync(file.fileno())
-        os.chmod(temporary, stat.S_IMODE(mode))
+        os.chmod(temporary, stat.S_IMODE(status.st_mode))
+        made = os.stat(temporary)
+        if (made.st_uid, made.st_gid) != (status.st_uid, status.st_gid):
+            try:
+                os.chown(temporary, status.st_uid, status.st_gid)
+            except PermissionError:
+                raise ValueError("its owner and group cannot be kept") from None
+            os.chmod(temporary, stat.S_IMODE(status.st_mode))  # chown clears set-user-ID bits
+        now_data, now = read_regular(path)
+        if now_data != read or (now.st_ino, now.st_size, now.st_mtime_ns) != (
+                status.st_ino, status.st_size, status.st_mtime_ns):
+            raise ValueError("it changed while --fix ran")
         os.replace(temporary, path)
     except BaseException:
         os.unlink(temporary)
         raise
+
+
+def compile_failure(text: str) -> str | None:
+    """Why the text does not compile (ast.parse accepts some files the compiler refuses: a repeated keyword)."""
+    try:
+        with warnings.catch_warnings():  # an invalid escape warns: not this tool's finding
+            warnings.simplefilter("ignore")
+            compile(text, "<fix>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as exc:
+        return " ".join(str(exc).split())
+    return None
 
 
 def unified_diff(path: Path, old: str, new: str) -> str:
@@ -511,7 +547,7 @@ def fix_paths(paths: list[Path], skill: str, diff_to=None, shown=str) -> list[st
         try:
             if path.is_symlink():
                 raise ValueError("a symbolic link: give the file it points to")
-            data, mode = read_regular(path)
+            data, status = read_regular(path)
             old, new, encoding, edits = fixed_text(path, data)
         except (OSError, ValueError, UnicodeError, RecursionError) as exc:
             reason = getattr(exc, "strerror", None) or exc
@@ -521,17 +557,25 @@ def fix_paths(paths: list[Path], skill: str, diff_to=None, shown=str) -> list[st
         if not edits:
             continue
         if not is_shell(path, data):
-            try:
-                ast.parse(new)
-            except (SyntaxError, ValueError) as exc:
-                problems.append(f"{shown(str(path))}: left as it was: the rewritten file would not parse as Python "
-                                f"{sys.version_info[0]}.{sys.version_info[1]} ({' '.join(str(exc).split())})")
+            version = f"Python {sys.version_info[0]}.{sys.version_info[1]}"
+            if (failure := compile_failure(old)) is not None:
+                problems.append(f"{shown(str(path))}: left as it was: it does not compile as {version} ({failure})")
+                continue
+            if (failure := compile_failure(new)) is not None:
+                problems.append(f"{shown(str(path))}: left as it was: the rewritten file would not parse as {version} "
+                                f"({failure})")
                 continue
         if diff_to is not None:
             diff_to.write(unified_diff(path, old, new).encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
             continue
+        if (reason := refusal(status)) is not None:
+            problems.append(f"{shown(str(path))}: left as it was: not rewritten because {reason}")
+            continue
         try:
-            write_atomically(path, new.encode(encoding, "surrogateescape"), mode)
+            write_atomically(path, new.encode(encoding, "surrogateescape"), status, data)
+        except ValueError as exc:
+            problems.append(f"{shown(str(path))}: left as it was: not rewritten because {exc}")
+            continue
         except OSError as exc:
             problems.append(f"{shown(str(path))}: left as it was: cannot be written ({exc.strerror or exc})")
             continue

@@ -302,3 +302,74 @@ def test_links_and_composer_files_are_left(tmp_path):
                          str(composer)], tmp_path / "run2")
     assert "--fix changes nothing in composer-training" in result.stderr and result.returncode == 1
     assert composer.read_text() == "from composer import Trainer\nTrainer(model, max_duration='2ep')\n"
+
+
+# ---------------------------------------------------------------- files that are not ours to replace
+
+TRAINER_CALL = "from transformers import Trainer\nTrainer(tokenizer=t)\n"
+
+
+def test_a_read_only_file_is_left_and_named(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(TRAINER_CALL)
+    path.chmod(0o444)
+    result = run_python([str(CHECKER), "--fix", str(path)], tmp_path / "run")
+    assert_one_line_error(result, 2, "train.py: left as it was: not rewritten because it is read-only")
+    assert path.read_text() == TRAINER_CALL and stat.S_IMODE(path.stat().st_mode) == 0o444
+
+
+def test_a_hard_linked_file_is_left_and_named(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(TRAINER_CALL)
+    os.link(path, tmp_path / "copy.py")
+    result = run_python([str(CHECKER), "--fix", str(path)], tmp_path / "run")
+    assert_one_line_error(result, 2, "train.py: left as it was: not rewritten because it has 2 hard links")
+    assert path.read_text() == TRAINER_CALL and path.stat().st_nlink == 2
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="only root can give a file away")
+def test_owner_and_group_stay_when_run_as_root(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(TRAINER_CALL)
+    os.chown(path, 65534, 65534)  # nobody
+    tmp_path.chmod(0o777)
+    FIX.fix_paths([path], "transformers-training")
+    assert path.read_text() == TRAINER_CALL.replace("tokenizer", "processing_class")
+    assert (path.stat().st_uid, path.stat().st_gid) == (65534, 65534)
+
+
+def test_an_owner_that_cannot_be_kept_leaves_the_file(tmp_path, monkeypatch):
+    path = tmp_path / "train.py"
+    path.write_text(TRAINER_CALL)
+    status = path.stat()
+    moved = os.stat_result((*status[:4], status.st_uid + 1, *status[5:]))  # a file someone else owns
+    monkeypatch.setattr(FIX, "read_regular", lambda _path, real=FIX.read_regular: (real(_path)[0], moved))
+    monkeypatch.setattr(FIX.os, "chown", lambda *_: (_ for _ in ()).throw(PermissionError(1, "not permitted")))
+    problems = FIX.fix_paths([path], "transformers-training")
+    assert problems == [f"{path}: left as it was: not rewritten because its owner and group cannot be kept"]
+    assert path.read_text() == TRAINER_CALL and sorted(os.listdir(tmp_path)) == ["train.py"]
+
+
+def test_an_edit_made_while_fix_runs_is_kept(tmp_path, monkeypatch):
+    """The file is edited after --fix read it and before the rename: the edit stays and the file is named."""
+    path = tmp_path / "train.py"
+    path.write_text(TRAINER_CALL)
+    edited = TRAINER_CALL + "print('an edit made meanwhile')\n"
+
+    def edit_meanwhile(file, data, real=FIX.fixed_text):
+        path.write_text(edited)
+        return real(file, data)
+
+    monkeypatch.setattr(FIX, "fixed_text", edit_meanwhile)
+    problems = FIX.fix_paths([path], "transformers-training")
+    assert problems == [f"{path}: left as it was: not rewritten because it changed while --fix ran"]
+    assert path.read_text() == edited and sorted(os.listdir(tmp_path)) == ["train.py"]
+
+
+def test_a_file_that_never_compiled_is_left_and_named(tmp_path):
+    path = tmp_path / "train.py"
+    text = "from transformers import Trainer\nTrainer(tokenizer=t, model=m, model=m)\n"  # ast.parse accepts it
+    path.write_text(text)
+    result = run_python([str(CHECKER), "--fix", str(path)], tmp_path / "run")
+    assert_one_line_error(result, 2, "train.py: left as it was: it does not compile as Python")
+    assert path.read_text() == text
