@@ -373,3 +373,56 @@ def test_a_file_that_never_compiled_is_left_and_named(tmp_path):
     result = run_python([str(CHECKER), "--fix", str(path)], tmp_path / "run")
     assert_one_line_error(result, 2, "train.py: left as it was: it does not compile as Python")
     assert path.read_text() == text
+
+
+# ---------------------------------------------------------------- whose class a call builds
+
+SHADOWED = {  # the name at the call is the project's own class, though transformers' was imported first
+    "imported again": "from transformers import Trainer\nfrom own_trainer import Trainer\nTrainer(tokenizer=t)\n",
+    "assigned": "from transformers import Trainer\nimport own_trainer\nTrainer = own_trainer.Trainer\n"
+                "Trainer(tokenizer=t)\n",
+    "a function": "from transformers import TrainingArguments\ndef TrainingArguments(**kw):\n    return kw\n"
+                  "TrainingArguments(evaluation_strategy='steps', no_cuda=True)\n",
+    "imported in a function": "from transformers import TrainingArguments\ndef build():\n"
+                              "    from own_args import TrainingArguments\n"
+                              "    return TrainingArguments(evaluation_strategy='steps')\n",
+}
+
+
+@pytest.mark.parametrize("source", SHADOWED.values(), ids=SHADOWED)
+def test_a_project_class_that_shadows_the_transformers_name_is_left(source, tmp_path):
+    (tmp_path / "own_trainer.py").write_text("class Trainer:\n    def __init__(self, tokenizer=None):\n"
+                                             "        self.tokenizer = tokenizer\n")
+    (tmp_path / "own_args.py").write_text("def TrainingArguments(**kw):\n    return kw\n")
+    assert fixed(source, folder=tmp_path) == source
+
+
+def test_a_subclass_in_a_project_module_is_followed(tmp_path):
+    (tmp_path / "args_helper.py").write_text("import transformers\nclass TrainingArguments(transformers."
+                                             "TrainingArguments):\n    pass\n")
+    (tmp_path / "own_field.py").write_text("import transformers\nclass TrainingArguments(transformers."
+                                           "TrainingArguments):\n    warmup_steps: int = 100\n")
+    source = "from args_helper import TrainingArguments\nTrainingArguments(evaluation_strategy='steps')\n"
+    assert fixed(source, folder=tmp_path) == source.replace("evaluation_strategy", "eval_strategy")
+    own = source.replace("args_helper", "own_field").replace("evaluation_strategy", "warmup_ratio").replace(
+        "'steps'", "0.1")
+    assert fixed(own, folder=tmp_path) == own
+    (tmp_path / "train.py").write_text("from transformers import HfArgumentParser\n"
+                                       "from args_helper import TrainingArguments\n"
+                                       "HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n")
+    assert fixed("python train.py --evaluation_strategy steps\n", "run.sh", tmp_path) == \
+        "python train.py --eval_strategy steps\n"
+
+
+def test_a_project_field_of_the_new_name_keeps_the_old_one(tmp_path):
+    """warmup_steps: int in the project's subclass would refuse the ratio the rewrite gives it."""
+    (tmp_path / "train.py").write_text(
+        "from dataclasses import dataclass, field\nimport transformers\nfrom transformers import HfArgumentParser\n"
+        "@dataclass\nclass TrainingArguments(transformers.TrainingArguments):\n"
+        "    warmup_steps: int = field(default=100)\n"
+        "HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n")
+    shell = "python train.py --warmup_ratio 0.03 --evaluation_strategy steps\n"
+    assert fixed(shell, "run.sh", tmp_path) == "python train.py --warmup_ratio 0.03 --eval_strategy steps\n"
+    source = "from transformers import TrainingArguments\nclass Args(TrainingArguments):\n    warmup_steps: int = 1\n" \
+             "Args(warmup_ratio=0.1)\n"
+    assert fixed(source) == source

@@ -2,8 +2,9 @@
 
 What is rewritten, and only when nothing else decides the value (the file is read, never run or imported):
 - keyword arguments of TrainingArguments and Seq2SeqTrainingArguments imported from transformers (and of a class
-  of the same file derived from them that declares no field of the old name and no __init__), and `tokenizer=` of
-  Trainer and Seq2SeqTrainer imported from transformers (or such a subclass without an __init__ of its own);
+  of the same file or of a project module next to it derived from them that declares neither name of a rename and no
+  __init__), and `tokenizer=` of Trainer and Seq2SeqTrainer imported from transformers (or such a subclass without
+  an __init__ of its own); never where the name is also bound another way (the project's own class may shadow it);
 - the keys of a dict those calls unpack (`TrainingArguments(**cfg)`), when the dict is a literal or dict(...) of
   named keywords with no unpacking of its own, assigned once, and the name is used for nothing else than
   `cfg["key"] = value` and that unpacking;
@@ -37,6 +38,7 @@ import sys
 import tempfile
 import tokenize
 import warnings
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,6 +92,13 @@ RENAMES = {rename.old: rename for rename in [
     Rename("include_inputs_for_metrics", "include_for_metrics", lambda value: value is True, '["inputs"]', "inputs"),
 ]}
 TRAINER_RENAMES = {"tokenizer": Rename("tokenizer", "processing_class", KEPT)}
+NEW_NAMES = {rename.new for rename in [*RENAMES.values(), *TRAINER_RENAMES.values()]}
+
+
+def open_renames(declared: set[str]) -> set[str]:
+    """The renames a script's own declarations leave to TrainingArguments: neither the old nor the new name is its
+    own (a project field `warmup_steps: int` would refuse the ratio the rewrite gives it)."""
+    return {old for old, rename in RENAMES.items() if not {old, rename.new} & declared}
 
 
 @dataclass(frozen=True)
@@ -131,12 +140,24 @@ class PythonFile:
         self.path, self.source, self.tree = path, Source(text), tree
         self.imported: dict[str, str] = {}  # local name -> transformers' name
         self.modules: set[str] = set()  # local names of the transformers module
+        self.bindings: dict[str, set[tuple]] = {}  # name -> how it is bound: imported from a module, or otherwise
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "transformers":
-                self.imported.update((alias.asname or alias.name, alias.name) for alias in node.names)
+            if isinstance(node, ast.ImportFrom):
+                source = "." * node.level + (node.module or "")
+                if source.split(".")[0] == "transformers":
+                    self.imported.update((alias.asname or alias.name, alias.name) for alias in node.names)
+                for alias in node.names:
+                    self.bind(alias.asname or alias.name, ("from", source, alias.name))
             elif isinstance(node, ast.Import):
                 self.modules |= {alias.asname or alias.name for alias in node.names if alias.name == "transformers"}
+                for alias in node.names:
+                    self.bind(alias.asname or alias.name.split(".")[0], ("import", alias.name))
+            elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) or isinstance(node, ast.arg):
+                self.bind(getattr(node, "id", None) or node.arg, ("other",))
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.bind(node.name, ("class",) if isinstance(node, ast.ClassDef) else ("other",))
         self.classes = {node.name: node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+        self.defined_classes = Counter(node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef))
         self.names: dict[str, list[ast.Name]] = {}
         for node in ast.walk(tree):
             if isinstance(node, ast.Name):
@@ -146,21 +167,38 @@ class PythonFile:
         self.dicts: dict[str, list | None] = {}
         self.declared = self.declared_flags()
 
+    def bind(self, name: str, how: tuple) -> None:
+        self.bindings.setdefault(name, set()).add(how)
+
     def library_class(self, node: ast.AST, depth: int = 0) -> str | None:
-        """The transformers class a call's callee stands for: imported, transformers.X, or a class of this file
-        derived from one that has no __init__ and declares no old name (its own fields would take them)."""
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in self.modules:
+        """The transformers class a call's callee stands for: imported, transformers.X, or a class of this file or of
+        a project module next to it derived from one that has no __init__ and declares neither name of a rename (its
+        own fields would take them). A name bound any other way too (`Trainer = mine.Trainer`, a def, an import
+        from elsewhere, in any scope) may be the project's own class at the call: None."""
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in self.modules \
+                and self.bindings[node.value.id] == {("import", "transformers")}:
             return node.attr
         if not isinstance(node, ast.Name) or depth > 10:
             return None
-        defined = self.classes.get(node.id)
-        if defined is None:
-            return self.imported.get(node.id) or ("*" in self.imported and node.id or None)
+        bindings = self.bindings.get(node.id, set())
+        if not bindings:
+            return "*" in self.imported and node.id or None
+        if len(bindings) > 1:
+            return None
+        (how,) = bindings
+        if how[0] == "from" and how[1].split(".")[0] == "transformers":
+            return self.imported[node.id]
+        if how[0] == "from":
+            project = project_module(self.path.parent, how[1])
+            return project.library_class(ast.Name(how[2]), depth + 1) if project else None
+        if how[0] != "class" or self.defined_classes[node.id] != 1:
+            return None
+        defined = self.classes[node.id]
         own = {target.id for statement in defined.body for target in (
             [statement.target] if isinstance(statement, ast.AnnAssign) else getattr(statement, "targets", []))
             if isinstance(target, ast.Name)}
         own |= {statement.name for statement in defined.body if isinstance(statement, ast.FunctionDef)}
-        if own & {"__init__", *RENAMES, *TRAINER_RENAMES}:
+        if own & {"__init__", *RENAMES, *NEW_NAMES}:
             return None
         return next((found for base in defined.bases if (found := self.library_class(base, depth + 1))), None)
 
@@ -241,14 +279,14 @@ class PythonFile:
         return bool(self.used & names)
 
     def declared_flags(self) -> set[str]:
-        """Old names the file declares itself (a dataclass field, an add_argument flag): those flags are its own."""
+        """Names of a rename the file declares itself (a dataclass field, an add_argument flag): those flags are its own."""
         declared = {node.target.id for node in ast.walk(self.tree)
                     if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)}
         declared |= {node.value.lstrip("-").replace("-", "_") for node in ast.walk(self.tree)
                      if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("-")
                      and isinstance(self.parents.get(id(node)), ast.Call)
                      and getattr(self.parents[id(node)].func, "attr", "") == "add_argument"}
-        return declared & set(RENAMES)
+        return declared & {*RENAMES, *NEW_NAMES}
 
     def argv_edits(self, call: ast.Call) -> list[Edit]:
         """An argv list given to parse_args_into_dataclasses here, or a launch list naming a script that parses
@@ -256,7 +294,7 @@ class PythonFile:
         if getattr(call.func, "attr", "") == "parse_args_into_dataclasses" and self.uses({"HfArgumentParser"}):
             given = call.args[:1] + [keyword.value for keyword in call.keywords if keyword.arg == "args"]
             if given and isinstance(given[0], (ast.List, ast.Tuple)):
-                return list_edits(self.source, given[0], set(RENAMES) - self.declared)
+                return list_edits(self.source, given[0], open_renames(self.declared))
             return []
         edits = []
         for argument in call.args[:1]:
@@ -281,8 +319,24 @@ class PythonFile:
             if isinstance(target, ast.Attribute) and target.attr == "argv" and isinstance(target.value, ast.Name) \
                     and target.value.id == "sys" and isinstance(node.value, (ast.List, ast.Tuple)):
                 program = 1 if isinstance(node, ast.Assign) else 0  # sys.argv[0] is the program, never a flag
-                edits += list_edits(self.source, node.value, set(RENAMES) - self.declared, program)
+                edits += list_edits(self.source, node.value, open_renames(self.declared), program)
         return edits
+
+
+@functools.lru_cache(maxsize=256)  # many files may import one module
+def project_module(folder: Path, module: str) -> PythonFile | None:
+    """The project module `from module import X` reads, found next to the importing file; None when not found."""
+    if module.startswith(".."):
+        return None
+    relative = module.lstrip(".").replace(".", "/")
+    for path in (folder / f"{relative}.py", folder / relative / "__init__.py"):
+        try:
+            if path.is_file():
+                text = decode(path.read_bytes())[0]
+                return PythonFile(path, text, ast.parse(text))
+        except (OSError, ValueError, SyntaxError, RecursionError):
+            return None
+    return None
 
 
 @functools.lru_cache(maxsize=256)  # a launch file may run one script many times
@@ -298,7 +352,7 @@ def hf_script_flags(path: Path) -> set[str]:
         return set()
     if not (script.uses({"HfArgumentParser"}) and script.uses(ARGUMENT_CLASSES)):
         return set()
-    return set(RENAMES) - script.declared
+    return open_renames(script.declared)
 
 
 def flag_name(word: str | None) -> str | None:
@@ -543,6 +597,7 @@ def fix_paths(paths: list[Path], skill: str, diff_to=None, shown=str) -> list[st
         return []
     problems = []
     hf_script_flags.cache_clear()  # scripts are read again in each run: they may have changed
+    project_module.cache_clear()
     for path in paths:
         try:
             if path.is_symlink():
