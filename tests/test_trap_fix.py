@@ -426,3 +426,46 @@ def test_a_project_field_of_the_new_name_keeps_the_old_one(tmp_path):
     source = "from transformers import TrainingArguments\nclass Args(TrainingArguments):\n    warmup_steps: int = 1\n" \
              "Args(warmup_ratio=0.1)\n"
     assert fixed(source) == source
+
+
+# ---------------------------------------------------------------- which script a shell line runs
+
+HF_SCRIPT = "from transformers import HfArgumentParser, TrainingArguments\n" \
+            "HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"
+
+
+def test_a_launch_after_cd_is_left(tmp_path):
+    """After `cd sub` the train.py run is sub/train.py (its own argparse flags), not the one next to run.sh."""
+    (tmp_path / "train.py").write_text(HF_SCRIPT)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "train.py").write_text("import argparse\np = argparse.ArgumentParser()\n"
+                                               "p.add_argument('--evaluation_strategy')\np.parse_args()\n")
+    for move in ("cd sub", "pushd sub", "cd sub && cd .."):
+        shell = f"#!/bin/bash\n{move}\npython train.py --evaluation_strategy steps --warmup_ratio 0.1\n"
+        assert fixed(shell, "run.sh", tmp_path) == shell
+    shell = "python train.py --no_cuda\ncd sub\npython train.py --no_cuda\n"
+    assert fixed(shell, "run.sh", tmp_path) == shell.replace("--no_cuda", "--use_cpu", 1)
+
+
+def test_a_script_path_naming_two_files_is_left(tmp_path, monkeypatch):
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "train.py").write_text(HF_SCRIPT)
+    (tmp_path / "train.py").write_text(HF_SCRIPT)
+    shell = "python train.py --no_cuda\n"
+    monkeypatch.chdir(tmp_path)  # from here train.py is another file than the one next to scripts/run.sh
+    assert fixed(shell, "run.sh", tmp_path / "scripts") == shell
+    monkeypatch.chdir(tmp_path / "scripts")
+    assert fixed(shell, "run.sh", tmp_path / "scripts") == "python train.py --use_cpu\n"
+
+
+def test_a_flag_with_an_unread_value_does_not_stop_the_other_renames(tmp_path):
+    (tmp_path / "train.py").write_text(HF_SCRIPT)
+    shell = ('python train.py --output_dir=$OUT --no_cuda --model="$MODEL" --evaluation_strategy steps '
+             '--warmup_ratio="$R" --group_by_length\n')
+    assert fixed(shell, "run.sh", tmp_path) == (
+        'python train.py --output_dir=$OUT --use_cpu --model="$MODEL" --eval_strategy steps --warmup_ratio="$R" '
+        '--train_sampling_strategy group_by_length\n')
+    given = 'python train.py --use_cpu=$CPU --no_cuda\n'  # the new name is given: the old one is not renamed
+    assert fixed(given, "run.sh", tmp_path) == given
+    hidden = "python train.py $EXTRA --no_cuda\n"  # a bare $EXTRA may be any flag: left
+    assert fixed(hidden, "run.sh", tmp_path) == hidden

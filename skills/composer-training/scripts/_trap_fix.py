@@ -9,7 +9,8 @@ What is rewritten, and only when nothing else decides the value (the file is rea
   named keywords with no unpacking of its own, assigned once, and the name is used for nothing else than
   `cfg["key"] = value` and that unpacking;
 - the flags of a script that parses TrainingArguments with HfArgumentParser (and declares no flag of the old name),
-  on a shell line that runs it (the .py file found next to the shell script or in the working folder) or in an argv
+  on a shell line that runs it (the .py file found next to the shell script or in the working folder, one file
+  only, and no cd before it; a `--flag=$VAR` word is one flag, kept as written) or in an argv
   list in Python: one passed to parse_args_into_dataclasses, assigned to sys.argv, or naming such a script (a
   command line in a Python string is not rewritten).
 
@@ -362,10 +363,12 @@ def flag_name(word: str | None) -> str | None:
     return word[2:].split("=", 1)[0].replace("-", "_")
 
 
-def argv_rewrites(words: list[str | None], allowed: set[str]) -> list[tuple[int, list[str], str]]:
+def argv_rewrites(words: list[str | None], allowed: set[str], kept: set[int] = frozenset()
+                  ) -> list[tuple[int, list[str], str]]:
     """(index, the words that replace words[index], what) per exact rewrite of an argv, where None stands for a
     word that cannot be read. A rename needs its value read and its new flag not given; an unread word where a flag
-    could stand (not a flag's value) may hold any flag, so such an argv is left alone."""
+    could stand (not a flag's value) may hold any flag, so such an argv is left alone; a word of ``kept`` is a
+    `--flag=` whose value cannot be read: that flag is given, and the word is not rewritten."""
     if any(word is None and (index == 0 or not (words[index - 1] or "").startswith("--") or "=" in words[index - 1])
            for index, word in enumerate(words)):
         return []
@@ -374,7 +377,7 @@ def argv_rewrites(words: list[str | None], allowed: set[str]) -> list[tuple[int,
     for index, word in enumerate(words):
         name = flag_name(word)
         rename = RENAMES.get(name) if name in allowed else None
-        if rename is None or rename.new in given:
+        if rename is None or rename.new in given or index in kept:  # kept: a value that cannot be read
             continue
         spelled, equals, inline = word[2:].partition("=")
         new = rename.new.replace("_", "-") if "-" in spelled else rename.new
@@ -452,8 +455,14 @@ def shell_words(text: str):
         yield start, index, value
 
 
+FLAG_WITH_VALUE = re.compile(r"--[A-Za-z][\w-]*=")  # --flag=$VAR: one flag, whatever its value
+MOVES = {"cd", "pushd", "popd"}
+
+
 def shell_edits(path: Path, text: str) -> list[Edit]:
-    """The flags after the first .py word of a command that names a script parsing TrainingArguments."""
+    """The flags after the first .py word of a command that names a script parsing TrainingArguments, while the
+    working folder is the one the script is found from: none after a cd, and none when the script's path names
+    two different files from the shell file's folder and from the working folder."""
     commands, command = [], []
     for word in shell_words(text):
         if word[2] == BREAK:
@@ -463,15 +472,25 @@ def shell_edits(path: Path, text: str) -> list[Edit]:
             command.append(word)
     edits = []
     for command in [*commands, command]:
+        if command and command[0][2] in MOVES:
+            break  # where a later relative script path points is not known for sure
         for position, (_, _, value) in enumerate(command):
-            allowed = hf_script_flags(path.parent / value) or hf_script_flags(Path(value)) \
-                if value is not None and value.endswith(".py") else set()
+            if value is None or not value.endswith(".py"):
+                continue
+            scripts = {os.path.realpath(found) for found in (path.parent / value, Path(value)) if found.is_file()}
+            allowed = hf_script_flags(Path(scripts.pop())) if len(scripts) == 1 else set()
             if allowed:
                 arguments = command[position + 1:]
-                for index, new_words, what in argv_rewrites([value for _, _, value in arguments], allowed):
+                words, kept = [], set()
+                for index, (start, stop, word) in enumerate(arguments):
+                    flag = FLAG_WITH_VALUE.match(text, start, stop) if word is None else None
+                    if flag:  # its flag counts as given; the word stays as written
+                        kept.add(index)
+                    words.append(flag[0] if flag else word)
+                for index, new_words, what in argv_rewrites(words, allowed, kept):
                     start, stop, _ = arguments[index]
                     edits.append(Edit(start, stop, " ".join(map(shlex.quote, new_words)), what))
-                break
+            break
     return edits
 
 
