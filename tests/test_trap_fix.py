@@ -412,6 +412,13 @@ def test_a_subclass_in_a_project_module_is_followed(tmp_path):
                                        "HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n")
     assert fixed("python train.py --evaluation_strategy steps\n", "run.sh", tmp_path) == \
         "python train.py --eval_strategy steps\n"
+    (tmp_path / "args_helper.py").write_text(  # the subclass takes the name it derives from
+        "from dataclasses import dataclass\nfrom transformers import TrainingArguments\n@dataclass\n"
+        "class TrainingArguments(TrainingArguments):\n    output_dir: str = 'save'\n")
+    FIX.hf_script_flags.cache_clear()  # as each --fix run does
+    FIX.project_module.cache_clear()
+    assert fixed("python train.py --group_by_length\n", "run.sh", tmp_path) == \
+        "python train.py --train_sampling_strategy group_by_length\n"
 
 
 def test_a_project_field_of_the_new_name_keeps_the_old_one(tmp_path):

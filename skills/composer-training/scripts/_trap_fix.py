@@ -184,6 +184,9 @@ class PythonFile:
         bindings = self.bindings.get(node.id, set())
         if not bindings:
             return "*" in self.imported and node.id or None
+        imported = ("from", "transformers", self.imported.get(node.id))
+        if bindings == {imported, ("class",)}:  # class TrainingArguments(TrainingArguments): the class, once defined
+            bindings = {("class",)}
         if len(bindings) > 1:
             return None
         (how,) = bindings
@@ -201,7 +204,8 @@ class PythonFile:
         own |= {statement.name for statement in defined.body if isinstance(statement, ast.FunctionDef)}
         if own & {"__init__", *RENAMES, *NEW_NAMES}:
             return None
-        return next((found for base in defined.bases if (found := self.library_class(base, depth + 1))), None)
+        return next((found for base in defined.bases if (found := self.imported.get(node.id) if getattr(
+            base, "id", None) == node.id else self.library_class(base, depth + 1))), None)
 
     def edits(self) -> list[Edit]:
         edits = []
