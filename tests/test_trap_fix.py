@@ -419,6 +419,11 @@ def test_a_subclass_in_a_project_module_is_followed(tmp_path):
     FIX.project_module.cache_clear()
     assert fixed("python train.py --group_by_length\n", "run.sh", tmp_path) == \
         "python train.py --train_sampling_strategy group_by_length\n"
+    with (tmp_path / "args_helper.py").open("a") as module:  # a dataclass of that module declares the flag
+        module.write("@dataclass\nclass DataArguments:\n    group_by_length: bool = False\n")
+    FIX.hf_script_flags.cache_clear()
+    FIX.project_module.cache_clear()
+    assert fixed("python train.py --group_by_length\n", "run.sh", tmp_path) == "python train.py --group_by_length\n"
 
 
 def test_a_project_field_of_the_new_name_keeps_the_old_one(tmp_path):

@@ -357,7 +357,11 @@ def hf_script_flags(path: Path) -> set[str]:
         return set()
     if not (script.uses({"HfArgumentParser"}) and script.uses(ARGUMENT_CLASSES)):
         return set()
-    return open_renames(script.declared)
+    declared = set(script.declared)  # and those of the project modules it imports from (their dataclasses)
+    for source in {how[1] for hows in script.bindings.values() for how in hows if how[0] == "from"}:
+        if source.split(".")[0] != "transformers" and (project := project_module(path.parent, source)):
+            declared |= project.declared
+    return open_renames(declared)
 
 
 def flag_name(word: str | None) -> str | None:
