@@ -317,3 +317,182 @@ def test_a_flag_keeps_its_value_s_quotes_and_a_ratio_named_once_is_read(tmp_path
     assert fixed(code.format("0.03")) == code.format("0.03").replace("warmup_ratio=warmup", "warmup_steps=warmup")
     for left in (code.format("10"), code.format("0.03") + "warmup_ratio = 0.1\n", code.format("float(x)")):
         assert fixed(left) == left
+
+
+# ---------------------------------------------------------------- files that are not ours to replace
+
+TRAINER_CALL = "from transformers import Trainer\nTrainer(tokenizer=t)\n"
+
+
+def test_a_read_only_file_is_left_and_named(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(TRAINER_CALL)
+    path.chmod(0o444)
+    result = run_python([str(CHECKER), "--fix", str(path)], tmp_path / "run")
+    assert_one_line_error(result, 2, "train.py: left as it was: not rewritten because it is read-only")
+    assert path.read_text() == TRAINER_CALL and stat.S_IMODE(path.stat().st_mode) == 0o444
+
+
+def test_a_hard_linked_file_is_left_and_named(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(TRAINER_CALL)
+    os.link(path, tmp_path / "copy.py")
+    result = run_python([str(CHECKER), "--fix", str(path)], tmp_path / "run")
+    assert_one_line_error(result, 2, "train.py: left as it was: not rewritten because it has 2 hard links")
+    assert path.read_text() == TRAINER_CALL and path.stat().st_nlink == 2
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="only root can give a file away")
+def test_owner_and_group_stay_when_run_as_root(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(TRAINER_CALL)
+    os.chown(path, 65534, 65534)  # nobody
+    tmp_path.chmod(0o777)
+    FIX.fix_paths([path], "transformers-training")
+    assert path.read_text() == TRAINER_CALL.replace("tokenizer", "processing_class")
+    assert (path.stat().st_uid, path.stat().st_gid) == (65534, 65534)
+
+
+def test_an_owner_that_cannot_be_kept_leaves_the_file(tmp_path, monkeypatch):
+    path = tmp_path / "train.py"
+    path.write_text(TRAINER_CALL)
+    status = path.stat()
+    moved = os.stat_result((*status[:4], status.st_uid + 1, *status[5:]))  # a file someone else owns
+    monkeypatch.setattr(FIX, "read_regular", lambda _path, real=FIX.read_regular: (real(_path)[0], moved))
+    monkeypatch.setattr(FIX.os, "chown", lambda *_: (_ for _ in ()).throw(PermissionError(1, "not permitted")))
+    problems = FIX.fix_paths([path], "transformers-training")
+    assert problems == [f"{path}: left as it was: not rewritten because its owner and group cannot be kept"]
+    assert path.read_text() == TRAINER_CALL and sorted(os.listdir(tmp_path)) == ["train.py"]
+
+
+def test_an_edit_made_while_fix_runs_is_kept(tmp_path, monkeypatch):
+    """The file is edited after --fix read it and before the rename: the edit stays and the file is named."""
+    path = tmp_path / "train.py"
+    path.write_text(TRAINER_CALL)
+    edited = TRAINER_CALL + "print('an edit made meanwhile')\n"
+
+    def edit_meanwhile(file, data, real=FIX.fixed_text):
+        path.write_text(edited)
+        return real(file, data)
+
+    monkeypatch.setattr(FIX, "fixed_text", edit_meanwhile)
+    problems = FIX.fix_paths([path], "transformers-training")
+    assert problems == [f"{path}: left as it was: not rewritten because it changed while --fix ran"]
+    assert path.read_text() == edited and sorted(os.listdir(tmp_path)) == ["train.py"]
+
+
+def test_a_file_that_never_compiled_is_left_and_named(tmp_path):
+    path = tmp_path / "train.py"
+    text = "from transformers import Trainer\nTrainer(tokenizer=t, model=m, model=m)\n"  # ast.parse accepts it
+    path.write_text(text)
+    result = run_python([str(CHECKER), "--fix", str(path)], tmp_path / "run")
+    assert_one_line_error(result, 2, "train.py: left as it was: it does not compile as Python")
+    assert path.read_text() == text
+
+
+# ---------------------------------------------------------------- whose class a call builds
+
+SHADOWED = {  # the name at the call is the project's own class, though transformers' was imported first
+    "imported again": "from transformers import Trainer\nfrom own_trainer import Trainer\nTrainer(tokenizer=t)\n",
+    "assigned": "from transformers import Trainer\nimport own_trainer\nTrainer = own_trainer.Trainer\n"
+                "Trainer(tokenizer=t)\n",
+    "a function": "from transformers import TrainingArguments\ndef TrainingArguments(**kw):\n    return kw\n"
+                  "TrainingArguments(evaluation_strategy='steps', no_cuda=True)\n",
+    "imported in a function": "from transformers import TrainingArguments\ndef build():\n"
+                              "    from own_args import TrainingArguments\n"
+                              "    return TrainingArguments(evaluation_strategy='steps')\n",
+}
+
+
+@pytest.mark.parametrize("source", SHADOWED.values(), ids=SHADOWED)
+def test_a_project_class_that_shadows_the_transformers_name_is_left(source, tmp_path):
+    (tmp_path / "own_trainer.py").write_text("class Trainer:\n    def __init__(self, tokenizer=None):\n"
+                                             "        self.tokenizer = tokenizer\n")
+    (tmp_path / "own_args.py").write_text("def TrainingArguments(**kw):\n    return kw\n")
+    assert fixed(source, folder=tmp_path) == source
+
+
+def test_a_subclass_in_a_project_module_is_followed(tmp_path):
+    (tmp_path / "args_helper.py").write_text("import transformers\nclass TrainingArguments(transformers."
+                                             "TrainingArguments):\n    pass\n")
+    (tmp_path / "own_field.py").write_text("import transformers\nclass TrainingArguments(transformers."
+                                           "TrainingArguments):\n    warmup_steps: int = 100\n")
+    source = "from args_helper import TrainingArguments\nTrainingArguments(evaluation_strategy='steps')\n"
+    assert fixed(source, folder=tmp_path) == source.replace("evaluation_strategy", "eval_strategy")
+    own = source.replace("args_helper", "own_field").replace("evaluation_strategy", "warmup_ratio").replace(
+        "'steps'", "0.1")
+    assert fixed(own, folder=tmp_path) == own
+    (tmp_path / "train.py").write_text("from transformers import HfArgumentParser\n"
+                                       "from args_helper import TrainingArguments\n"
+                                       "HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n")
+    assert fixed("python train.py --evaluation_strategy steps\n", "run.sh", tmp_path) == \
+        "python train.py --eval_strategy steps\n"
+    (tmp_path / "args_helper.py").write_text(  # the subclass takes the name it derives from
+        "from dataclasses import dataclass\nfrom transformers import TrainingArguments\n@dataclass\n"
+        "class TrainingArguments(TrainingArguments):\n    output_dir: str = 'save'\n")
+    FIX.hf_script_flags.cache_clear()  # as each --fix run does
+    FIX.project_module.cache_clear()
+    assert fixed("python train.py --group_by_length\n", "run.sh", tmp_path) == \
+        "python train.py --train_sampling_strategy group_by_length\n"
+    with (tmp_path / "args_helper.py").open("a") as module:  # a dataclass of that module declares the flag
+        module.write("@dataclass\nclass DataArguments:\n    group_by_length: bool = False\n")
+    FIX.hf_script_flags.cache_clear()
+    FIX.project_module.cache_clear()
+    assert fixed("python train.py --group_by_length\n", "run.sh", tmp_path) == "python train.py --group_by_length\n"
+
+
+def test_a_project_field_of_the_new_name_keeps_the_old_one(tmp_path):
+    """warmup_steps: int in the project's subclass would refuse the ratio the rewrite gives it."""
+    (tmp_path / "train.py").write_text(
+        "from dataclasses import dataclass, field\nimport transformers\nfrom transformers import HfArgumentParser\n"
+        "@dataclass\nclass TrainingArguments(transformers.TrainingArguments):\n"
+        "    warmup_steps: int = field(default=100)\n"
+        "HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n")
+    shell = "python train.py --warmup_ratio 0.03 --evaluation_strategy steps\n"
+    assert fixed(shell, "run.sh", tmp_path) == "python train.py --warmup_ratio 0.03 --eval_strategy steps\n"
+    source = "from transformers import TrainingArguments\nclass Args(TrainingArguments):\n    warmup_steps: int = 1\n" \
+             "Args(warmup_ratio=0.1)\n"
+    assert fixed(source) == source
+
+
+# ---------------------------------------------------------------- which script a shell line runs
+
+HF_SCRIPT = "from transformers import HfArgumentParser, TrainingArguments\n" \
+            "HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"
+
+
+def test_a_launch_after_cd_is_left(tmp_path):
+    """After `cd sub` the train.py run is sub/train.py (its own argparse flags), not the one next to run.sh."""
+    (tmp_path / "train.py").write_text(HF_SCRIPT)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "train.py").write_text("import argparse\np = argparse.ArgumentParser()\n"
+                                               "p.add_argument('--evaluation_strategy')\np.parse_args()\n")
+    for move in ("cd sub", "pushd sub", "cd sub && cd .."):
+        shell = f"#!/bin/bash\n{move}\npython train.py --evaluation_strategy steps --warmup_ratio 0.1\n"
+        assert fixed(shell, "run.sh", tmp_path) == shell
+    shell = "python train.py --no_cuda\ncd sub\npython train.py --no_cuda\n"
+    assert fixed(shell, "run.sh", tmp_path) == shell.replace("--no_cuda", "--use_cpu", 1)
+
+
+def test_a_script_path_naming_two_files_is_left(tmp_path, monkeypatch):
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "train.py").write_text(HF_SCRIPT)
+    (tmp_path / "train.py").write_text(HF_SCRIPT)
+    shell = "python train.py --no_cuda\n"
+    monkeypatch.chdir(tmp_path)  # from here train.py is another file than the one next to scripts/run.sh
+    assert fixed(shell, "run.sh", tmp_path / "scripts") == shell
+    monkeypatch.chdir(tmp_path / "scripts")
+    assert fixed(shell, "run.sh", tmp_path / "scripts") == "python train.py --use_cpu\n"
+
+
+def test_a_flag_with_an_unread_value_does_not_stop_the_other_renames(tmp_path):
+    (tmp_path / "train.py").write_text(HF_SCRIPT)
+    shell = ('python train.py --output_dir=$OUT --no_cuda --model="$MODEL" --evaluation_strategy steps '
+             '--warmup_ratio="$R" --group_by_length\n')
+    assert fixed(shell, "run.sh", tmp_path) == (
+        'python train.py --output_dir=$OUT --use_cpu --model="$MODEL" --eval_strategy steps --warmup_ratio="$R" '
+        '--train_sampling_strategy group_by_length\n')
+    given = 'python train.py --use_cpu=$CPU --no_cuda\n'  # the new name is given: the old one is not renamed
+    assert fixed(given, "run.sh", tmp_path) == given
+    hidden = "python train.py $EXTRA --no_cuda\n"  # a bare $EXTRA may be any flag: left
+    assert fixed(hidden, "run.sh", tmp_path) == hidden

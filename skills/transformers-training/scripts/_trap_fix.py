@@ -2,13 +2,15 @@
 
 What is rewritten, and only when nothing else decides the value (the file is read, never run or imported):
 - keyword arguments of TrainingArguments and Seq2SeqTrainingArguments imported from transformers (and of a class
-  of the same file derived from them that declares no field of the old name and no __init__), and `tokenizer=` of
-  Trainer and Seq2SeqTrainer imported from transformers (or such a subclass without an __init__ of its own);
+  of the same file or of a project module next to it derived from them that declares neither name of a rename and no
+  __init__), and `tokenizer=` of Trainer and Seq2SeqTrainer imported from transformers (or such a subclass without
+  an __init__ of its own); never where the name is also bound another way (the project's own class may shadow it);
 - the keys of a dict those calls unpack (`TrainingArguments(**cfg)`), when the dict is a literal or dict(...) of
   named keywords with no unpacking of its own, assigned once, and the name is used for nothing else than
   `cfg["key"] = value` and that unpacking;
 - the flags of a script that parses TrainingArguments with HfArgumentParser (and declares no flag of the old name),
-  on a shell line that runs it (the .py file found next to the shell script or in the working folder) or in an argv
+  on a shell line that runs it (the .py file found next to the shell script or in the working folder, one file
+  only, and no cd before it; a `--flag=$VAR` word is one flag, kept as written) or in an argv
   list in Python: one passed to parse_args_into_dataclasses, assigned to sys.argv, or naming such a script (a
   command line in a Python string is not rewritten).
 
@@ -18,8 +20,9 @@ cannot be read where the rewrite depends on it, group_by_length=False) stays a f
 no rewrite: none of its traps on mosaicml 0.32.1 has one exact spelling.
 
 Text outside the rewritten tokens stays byte for byte (comments, quotes, line endings, the PEP 263 encoding); the
-file is replaced atomically (a temporary file in its folder, renamed over it) with its mode bits. A file whose
-rewritten text would not parse is left as it was and named.
+file is replaced atomically (a temporary file in its folder, renamed over it) with its mode bits, owner and
+group. Left as it was and named: a file that does not compile or would not after the rewrite, a read-only or
+hard-linked file, one whose owner cannot be kept, and one that changed after it was read.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ import stat
 import sys
 import tempfile
 import tokenize
+import warnings
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,6 +93,13 @@ RENAMES = {rename.old: rename for rename in [
     Rename("include_inputs_for_metrics", "include_for_metrics", lambda value: value is True, '["inputs"]', "inputs"),
 ]}
 TRAINER_RENAMES = {"tokenizer": Rename("tokenizer", "processing_class", KEPT)}
+NEW_NAMES = {rename.new for rename in [*RENAMES.values(), *TRAINER_RENAMES.values()]}
+
+
+def open_renames(declared: set[str]) -> set[str]:
+    """The renames a script's own declarations leave to TrainingArguments: neither the old nor the new name is its
+    own (a project field `warmup_steps: int` would refuse the ratio the rewrite gives it)."""
+    return {old for old, rename in RENAMES.items() if not {old, rename.new} & declared}
 
 
 @dataclass(frozen=True)
@@ -129,12 +141,24 @@ class PythonFile:
         self.path, self.source, self.tree = path, Source(text), tree
         self.imported: dict[str, str] = {}  # local name -> transformers' name
         self.modules: set[str] = set()  # local names of the transformers module
+        self.bindings: dict[str, set[tuple]] = {}  # name -> how it is bound: imported from a module, or otherwise
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "transformers":
-                self.imported.update((alias.asname or alias.name, alias.name) for alias in node.names)
+            if isinstance(node, ast.ImportFrom):
+                source = "." * node.level + (node.module or "")
+                if source.split(".")[0] == "transformers":
+                    self.imported.update((alias.asname or alias.name, alias.name) for alias in node.names)
+                for alias in node.names:
+                    self.bind(alias.asname or alias.name, ("from", source, alias.name))
             elif isinstance(node, ast.Import):
                 self.modules |= {alias.asname or alias.name for alias in node.names if alias.name == "transformers"}
+                for alias in node.names:
+                    self.bind(alias.asname or alias.name.split(".")[0], ("import", alias.name))
+            elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) or isinstance(node, ast.arg):
+                self.bind(getattr(node, "id", None) or node.arg, ("other",))
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.bind(node.name, ("class",) if isinstance(node, ast.ClassDef) else ("other",))
         self.classes = {node.name: node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+        self.defined_classes = Counter(node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef))
         self.names: dict[str, list[ast.Name]] = {}
         for node in ast.walk(tree):
             if isinstance(node, ast.Name):
@@ -153,23 +177,44 @@ class PythonFile:
             node = parent.value if isinstance(parent, ast.Assign) and parent.targets == [bindings[0]] else None
         return node if isinstance(node, ast.Constant) else None
 
+    def bind(self, name: str, how: tuple) -> None:
+        self.bindings.setdefault(name, set()).add(how)
+
     def library_class(self, node: ast.AST, depth: int = 0) -> str | None:
-        """The transformers class a call's callee stands for: imported, transformers.X, or a class of this file
-        derived from one that has no __init__ and declares no old name (its own fields would take them)."""
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in self.modules:
+        """The transformers class a call's callee stands for: imported, transformers.X, or a class of this file or of
+        a project module next to it derived from one that has no __init__ and declares neither name of a rename (its
+        own fields would take them). A name bound any other way too (`Trainer = mine.Trainer`, a def, an import
+        from elsewhere, in any scope) may be the project's own class at the call: None."""
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in self.modules \
+                and self.bindings[node.value.id] == {("import", "transformers")}:
             return node.attr
         if not isinstance(node, ast.Name) or depth > 10:
             return None
-        defined = self.classes.get(node.id)
-        if defined is None:
-            return self.imported.get(node.id) or ("*" in self.imported and node.id or None)
+        bindings = self.bindings.get(node.id, set())
+        if not bindings:
+            return "*" in self.imported and node.id or None
+        imported = ("from", "transformers", self.imported.get(node.id))
+        if bindings == {imported, ("class",)}:  # class TrainingArguments(TrainingArguments): the class, once defined
+            bindings = {("class",)}
+        if len(bindings) > 1:
+            return None
+        (how,) = bindings
+        if how[0] == "from" and how[1].split(".")[0] == "transformers":
+            return self.imported[node.id]
+        if how[0] == "from":
+            project = project_module(self.path.parent, how[1])
+            return project.library_class(ast.Name(how[2]), depth + 1) if project else None
+        if how[0] != "class" or self.defined_classes[node.id] != 1:
+            return None
+        defined = self.classes[node.id]
         own = {target.id for statement in defined.body for target in (
             [statement.target] if isinstance(statement, ast.AnnAssign) else getattr(statement, "targets", []))
             if isinstance(target, ast.Name)}
         own |= {statement.name for statement in defined.body if isinstance(statement, ast.FunctionDef)}
-        if own & {"__init__", *RENAMES, *TRAINER_RENAMES}:
+        if own & {"__init__", *RENAMES, *NEW_NAMES}:
             return None
-        return next((found for base in defined.bases if (found := self.library_class(base, depth + 1))), None)
+        return next((found for base in defined.bases if (found := self.imported.get(node.id) if getattr(
+            base, "id", None) == node.id else self.library_class(base, depth + 1))), None)
 
     def edits(self) -> list[Edit]:
         edits = []
@@ -248,14 +293,14 @@ class PythonFile:
         return bool(self.used & names)
 
     def declared_flags(self) -> set[str]:
-        """Old names the file declares itself (a dataclass field, an add_argument flag): those flags are its own."""
+        """Names of a rename the file declares itself (a dataclass field, an add_argument flag): those flags are its own."""
         declared = {node.target.id for node in ast.walk(self.tree)
                     if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)}
         declared |= {node.value.lstrip("-").replace("-", "_") for node in ast.walk(self.tree)
                      if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("-")
                      and isinstance(self.parents.get(id(node)), ast.Call)
                      and getattr(self.parents[id(node)].func, "attr", "") == "add_argument"}
-        return declared & set(RENAMES)
+        return declared & {*RENAMES, *NEW_NAMES}
 
     def argv_edits(self, call: ast.Call) -> list[Edit]:
         """An argv list given to parse_args_into_dataclasses here, or a launch list naming a script that parses
@@ -263,7 +308,7 @@ class PythonFile:
         if getattr(call.func, "attr", "") == "parse_args_into_dataclasses" and self.uses({"HfArgumentParser"}):
             given = call.args[:1] + [keyword.value for keyword in call.keywords if keyword.arg == "args"]
             if given and isinstance(given[0], (ast.List, ast.Tuple)):
-                return list_edits(self.source, given[0], set(RENAMES) - self.declared)
+                return list_edits(self.source, given[0], open_renames(self.declared))
             return []
         edits = []
         for argument in call.args[:1]:
@@ -288,8 +333,24 @@ class PythonFile:
             if isinstance(target, ast.Attribute) and target.attr == "argv" and isinstance(target.value, ast.Name) \
                     and target.value.id == "sys" and isinstance(node.value, (ast.List, ast.Tuple)):
                 program = 1 if isinstance(node, ast.Assign) else 0  # sys.argv[0] is the program, never a flag
-                edits += list_edits(self.source, node.value, set(RENAMES) - self.declared, program)
+                edits += list_edits(self.source, node.value, open_renames(self.declared), program)
         return edits
+
+
+@functools.lru_cache(maxsize=256)  # many files may import one module
+def project_module(folder: Path, module: str) -> PythonFile | None:
+    """The project module `from module import X` reads, found next to the importing file; None when not found."""
+    if module.startswith(".."):
+        return None
+    relative = module.lstrip(".").replace(".", "/")
+    for path in (folder / f"{relative}.py", folder / relative / "__init__.py"):
+        try:
+            if path.is_file():
+                text = decode(path.read_bytes())[0]
+                return PythonFile(path, text, ast.parse(text))
+        except (OSError, ValueError, SyntaxError, RecursionError):
+            return None
+    return None
 
 
 @functools.lru_cache(maxsize=256)  # a launch file may run one script many times
@@ -305,7 +366,11 @@ def hf_script_flags(path: Path) -> set[str]:
         return set()
     if not (script.uses({"HfArgumentParser"}) and script.uses(ARGUMENT_CLASSES)):
         return set()
-    return set(RENAMES) - script.declared
+    declared = set(script.declared)  # and those of the project modules it imports from (their dataclasses)
+    for source in {how[1] for hows in script.bindings.values() for how in hows if how[0] == "from"}:
+        if source.split(".")[0] != "transformers" and (project := project_module(path.parent, source)):
+            declared |= project.declared
+    return open_renames(declared)
 
 
 def flag_name(word: str | None) -> str | None:
@@ -315,10 +380,12 @@ def flag_name(word: str | None) -> str | None:
     return word[2:].split("=", 1)[0].replace("-", "_")
 
 
-def argv_rewrites(words: list[str | None], allowed: set[str]) -> list[tuple[int, list[str], str]]:
+def argv_rewrites(words: list[str | None], allowed: set[str], kept: set[int] = frozenset()
+                  ) -> list[tuple[int, list[str], str]]:
     """(index, the words that replace words[index], what) per exact rewrite of an argv, where None stands for a
     word that cannot be read. A rename needs its value read and its new flag not given; an unread word where a flag
-    could stand (not a flag's value) may hold any flag, so such an argv is left alone."""
+    could stand (not a flag's value) may hold any flag, so such an argv is left alone; a word of ``kept`` is a
+    `--flag=` whose value cannot be read: that flag is given, and the word is not rewritten."""
     if any(word is None and (index == 0 or not (words[index - 1] or "").startswith("--") or "=" in words[index - 1])
            for index, word in enumerate(words)):
         return []
@@ -327,7 +394,7 @@ def argv_rewrites(words: list[str | None], allowed: set[str]) -> list[tuple[int,
     for index, word in enumerate(words):
         name = flag_name(word)
         rename = RENAMES.get(name) if name in allowed else None
-        if rename is None or rename.new in given:
+        if rename is None or rename.new in given or index in kept:  # kept: a value that cannot be read
             continue
         spelled, equals, inline = word[2:].partition("=")
         new = rename.new.replace("_", "-") if "-" in spelled else rename.new
@@ -405,8 +472,14 @@ def shell_words(text: str):
         yield start, index, value
 
 
+FLAG_WITH_VALUE = re.compile(r"--[A-Za-z][\w-]*=")  # --flag=$VAR: one flag, whatever its value
+MOVES = {"cd", "pushd", "popd"}
+
+
 def shell_edits(path: Path, text: str) -> list[Edit]:
-    """The flags after the first .py word of a command that names a script parsing TrainingArguments."""
+    """The flags after the first .py word of a command that names a script parsing TrainingArguments, while the
+    working folder is the one the script is found from: none after a cd, and none when the script's path names
+    two different files from the shell file's folder and from the working folder."""
     commands, command = [], []
     for word in shell_words(text):
         if word[2] == BREAK:
@@ -416,16 +489,26 @@ def shell_edits(path: Path, text: str) -> list[Edit]:
             command.append(word)
     edits = []
     for command in [*commands, command]:
+        if command and command[0][2] in MOVES:
+            break  # where a later relative script path points is not known for sure
         for position, (_, _, value) in enumerate(command):
-            allowed = hf_script_flags(path.parent / value) or hf_script_flags(Path(value)) \
-                if value is not None and value.endswith(".py") else set()
+            if value is None or not value.endswith(".py"):
+                continue
+            scripts = {os.path.realpath(found) for found in (path.parent / value, Path(value)) if found.is_file()}
+            allowed = hf_script_flags(Path(scripts.pop())) if len(scripts) == 1 else set()
             if allowed:
                 arguments = command[position + 1:]
-                for index, new_words, what in argv_rewrites([value for _, _, value in arguments], allowed):
+                words, kept = [], set()
+                for index, (start, stop, word) in enumerate(arguments):
+                    flag = FLAG_WITH_VALUE.match(text, start, stop) if word is None else None
+                    if flag:  # its flag counts as given; the word stays as written
+                        kept.add(index)
+                    words.append(flag[0] if flag else word)
+                for index, new_words, what in argv_rewrites(words, allowed, kept):
                     start, stop, old = arguments[index]
                     edits.append(renamed_flag(text, start, old, new_words, what) or
                                  Edit(start, stop, " ".join(map(shlex.quote, new_words)), what))
-                break
+            break
     return edits
 
 
@@ -484,33 +567,67 @@ def fixed_text(path: Path, data: bytes) -> tuple[str, str, str, list[Edit]]:
 MAX_BYTES = 5_000_000  # the checker's limit: a larger file is not a training script
 
 
-def read_regular(path: Path) -> tuple[bytes, int]:
-    """A file's bytes and mode, opened without following a symbolic link (the link's target may be anyone's file:
+def read_regular(path: Path) -> tuple[bytes, os.stat_result]:
+    """A file's bytes and status, opened without following a symbolic link (the link's target may be anyone's file:
     fix that file itself) and without blocking, and refused unless it is a regular file."""
     descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
     with os.fdopen(descriptor, "rb") as file:
-        mode = os.fstat(file.fileno()).st_mode
-        if not stat.S_ISREG(mode):
+        status = os.fstat(file.fileno())
+        if not stat.S_ISREG(status.st_mode):
             raise ValueError("not a regular file")
         data = file.read(MAX_BYTES + 1)
     if len(data) > MAX_BYTES:
         raise ValueError(f"larger than {MAX_BYTES // 1_000_000} MB")
-    return data, mode
+    return data, status
 
 
-def write_atomically(path: Path, data: bytes, mode: int) -> None:
-    """Replace a file by a temporary one in its folder, with its mode: a crash leaves the old file or the new one."""
+def refusal(status: os.stat_result) -> str | None:
+    """Why a file is not ours to replace: marked read-only, or one of several hard links (a new file would split
+    them: the other names would keep the old text)."""
+    if not status.st_mode & stat.S_IWUSR:
+        return "it is read-only"
+    if status.st_nlink > 1:
+        return f"it has {status.st_nlink} hard links and a new file would split them"
+    return None
+
+
+def write_atomically(path: Path, data: bytes, status: os.stat_result, read: bytes) -> None:
+    """Replace a file by a temporary one in its folder, with its mode, owner and group: a crash leaves the old file
+    or the new one. ValueError, and the file left, when its owner cannot be kept or it changed since it was read
+    (an edit made meanwhile would be lost)."""
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".fix")
     try:
         with os.fdopen(descriptor, "wb") as file:
             file.write(data)
             file.flush()
             os.fsync(file.fileno())
-        os.chmod(temporary, stat.S_IMODE(mode))
+        os.chmod(temporary, stat.S_IMODE(status.st_mode))
+        made = os.stat(temporary)
+        if (made.st_uid, made.st_gid) != (status.st_uid, status.st_gid):
+            try:
+                os.chown(temporary, status.st_uid, status.st_gid)
+            except PermissionError:
+                raise ValueError("its owner and group cannot be kept") from None
+            os.chmod(temporary, stat.S_IMODE(status.st_mode))  # chown clears set-user-ID bits
+        now_data, now = read_regular(path)
+        if now_data != read or (now.st_ino, now.st_size, now.st_mtime_ns) != (
+                status.st_ino, status.st_size, status.st_mtime_ns):
+            raise ValueError("it changed while --fix ran")
         os.replace(temporary, path)
     except BaseException:
         os.unlink(temporary)
         raise
+
+
+def compile_failure(text: str) -> str | None:
+    """Why the text does not compile (ast.parse accepts some files the compiler refuses: a repeated keyword)."""
+    try:
+        with warnings.catch_warnings():  # an invalid escape warns: not this tool's finding
+            warnings.simplefilter("ignore")
+            compile(text, "<fix>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as exc:
+        return " ".join(str(exc).split())
+    return None
 
 
 def unified_diff(path: Path, old: str, new: str) -> str:
@@ -528,11 +645,12 @@ def fix_paths(paths: list[Path], skill: str, diff_to=None, shown=str) -> list[st
         return []
     problems = []
     hf_script_flags.cache_clear()  # scripts are read again in each run: they may have changed
+    project_module.cache_clear()
     for path in paths:
         try:
             if path.is_symlink():
                 raise ValueError("a symbolic link: give the file it points to")
-            data, mode = read_regular(path)
+            data, status = read_regular(path)
             old, new, encoding, edits = fixed_text(path, data)
         except (OSError, ValueError, UnicodeError, RecursionError) as exc:
             reason = getattr(exc, "strerror", None) or exc
@@ -542,17 +660,25 @@ def fix_paths(paths: list[Path], skill: str, diff_to=None, shown=str) -> list[st
         if not edits:
             continue
         if not is_shell(path, data):
-            try:
-                ast.parse(new)
-            except (SyntaxError, ValueError) as exc:
-                problems.append(f"{shown(str(path))}: left as it was: the rewritten file would not parse as Python "
-                                f"{sys.version_info[0]}.{sys.version_info[1]} ({' '.join(str(exc).split())})")
+            version = f"Python {sys.version_info[0]}.{sys.version_info[1]}"
+            if (failure := compile_failure(old)) is not None:
+                problems.append(f"{shown(str(path))}: left as it was: it does not compile as {version} ({failure})")
+                continue
+            if (failure := compile_failure(new)) is not None:
+                problems.append(f"{shown(str(path))}: left as it was: the rewritten file would not parse as {version} "
+                                f"({failure})")
                 continue
         if diff_to is not None:
             diff_to.write(unified_diff(path, old, new).encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
             continue
+        if (reason := refusal(status)) is not None:
+            problems.append(f"{shown(str(path))}: left as it was: not rewritten because {reason}")
+            continue
         try:
-            write_atomically(path, new.encode(encoding, "surrogateescape"), mode)
+            write_atomically(path, new.encode(encoding, "surrogateescape"), status, data)
+        except ValueError as exc:
+            problems.append(f"{shown(str(path))}: left as it was: not rewritten because {exc}")
+            continue
         except OSError as exc:
             problems.append(f"{shown(str(path))}: left as it was: cannot be written ({exc.strerror or exc})")
             continue
