@@ -2317,6 +2317,12 @@ def test_a_removed_field_read_from_built_or_parsed_arguments(tmp_path):
               "def main():\n    opts, args = parse()\n    return args.{}\n")
     assert rules_found(HF, {"t.py": helper.format("evaluation_strategy")}) == {"removed-argument-read"}
     assert rules_found(HF, {"t.py": helper.format("eval_strategy")}) == set()
+    # a script that asks whether the field is there reads it only where it is (ezpz's 4.x/5.x compatible example)
+    asked = parsed.format("overwrite_output_dir").replace(
+        "    if not", "    if hasattr(training_args, 'overwrite_output_dir') and not")
+    assert rules_found(HF, {"t.py": asked}) == set()
+    assert rules_found(HF, {"t.py": asked.replace("hasattr(training_args, 'overwrite_output_dir')",
+                                                  "getattr(training_args, 'overwrite_output_dir', False)")}) == set()
 
 
 def test_self_tokenizer_in_a_subclass_of_transformers_trainer_only():

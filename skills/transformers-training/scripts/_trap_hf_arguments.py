@@ -699,9 +699,14 @@ def removed_field_findings(module: Module):
     """removed-argument-read, arguments-subclass-removed-field and trainer-self-tokenizer of the module itself."""
     read_here = {node.attr for part in module.project for node in part.nodes
                  if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)}
+    # a module that asks whether the field is there (hasattr(args, "x"), getattr(args, "x", None)) handles 5.x,
+    # where it is not: its reads are guarded, whichever branch they sit in
+    asked = {node.args[1].value for node in module.nodes if isinstance(node, ast.Call) and
+             called_name(node.func) in ("hasattr", "getattr") and len(node.args) >= 2 and
+             isinstance(node.args[1], ast.Constant)}
     for node in module.nodes:
         if isinstance(node, ast.Attribute) and node.attr in REMOVED_FIELDS and isinstance(node.ctx, ast.Load) and \
-                isinstance(node.value, ast.Name):
+                isinstance(node.value, ast.Name) and node.attr not in asked:
             classes = held_classes(module, node.value)
             fields = [arguments_fields(module, short) for short in classes or []]
             if classes and all(declared is not None and node.attr not in declared for declared in fields):
