@@ -2404,3 +2404,17 @@ def test_trainer_tokenizer_on_a_trl_trainer_says_trl_decides(tmp_path):
     assert "trl.PPOTrainer is TRL's" in note(namespace, ["src/pkg/run/b.py"])["trainer-tokenizer"]
     assert note({"c.py": "from transformers import Trainer\nTrainer(model=m, tokenizer=tok)\n"}, ["c.py"]) == {
         "trainer-tokenizer": ""}
+
+
+@pytest.mark.parametrize("copy", SKILLS)
+def test_composer_s_long_process_count_flag_and_its_prefixes_count_as_n(tmp_path, copy):
+    """`composer --np 2` (argparse takes any prefix of --nproc) starts two processes as `-n 2` does: a DataLoader
+    without a distributed sampler is a finding whichever spelling the launch uses, in each skill's copy."""
+    checker = import_script(CHECKERS[copy])
+    (tmp_path / "train.py").write_text("loader = DataLoader(data, batch_size=4)\n"
+                                       "Trainer(model=m, optimizers=o, train_dataloader=loader)\n")
+    for flag in ("-n", "--nproc", "--npro", "--np"):
+        (tmp_path / "run.sh").write_text(f"composer {flag} 2 train.py\n")
+        sources = {str(tmp_path / name): (tmp_path / name).read_text() for name in ("train.py", "run.sh")}
+        findings, broken = checker.check_sources(sources, CP, "cpu")
+        assert ({finding.rule for finding in findings}, broken) == ({"loader-without-sampler"}, []), flag
