@@ -147,11 +147,11 @@ def test_contract_module_behaviour(tmp_path, contract):
 ENVIRONMENT_SMOKE = """
 import json, os, sys, tempfile
 sys.path.insert(0, sys.argv.pop(1))
-from smoke_contract import build_parser, run_main
+from smoke_contract import OFFLINE_ENV, build_parser, run_main
 
 def body(run):
-    seen = {name: os.environ.get(name) for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE",
-                                                    "HF_HOME", "TMPDIR", "TORCHINDUCTOR_CACHE_DIR", "RANK")}
+    seen = {name: os.environ.get(name) for name in ("HF_HOME", "TMPDIR", "TORCHINDUCTOR_CACHE_DIR", "RANK")}
+    seen["offline"] = {name: os.environ.get(name) for name in OFFLINE_ENV}
     seen["tempfile"] = tempfile.gettempdir()
     (run.output_dir / "seen.json").write_text(json.dumps(seen))
     if "--no-check" not in sys.argv:
@@ -161,6 +161,10 @@ parser = build_parser("env_smoke.py", "demo", "python scripts/env_smoke.py")
 parser.add_argument("--no-check", action="store_true")
 sys.exit(run_main("env_smoke.py", parser, body, []))
 """
+# What every script runs under, stated here apart from the copies: a copy that loses or flips one is caught.
+OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HUB_DISABLE_UPDATE_CHECK": "1", "DISABLE_MLFLOW_INTEGRATION": "TRUE",
+           "WANDB_DISABLED": "true", "TOKENIZERS_PARALLELISM": "false"}
 
 
 @pytest.mark.parametrize("contract", CONTRACTS)
@@ -174,7 +178,7 @@ def test_the_body_runs_offline_with_caches_and_temp_files_in_its_output_dir(tmp_
     result = run_python([str(script), str(contract.parent), "--output-dir", str(out)], tmp_path, env={"RANK": "3"})
     assert result.returncode == 0, result.stderr
     seen = json.loads((out / "seen.json").read_text())
-    assert seen["HF_HUB_OFFLINE"] == seen["HF_DATASETS_OFFLINE"] == seen["TRANSFORMERS_OFFLINE"] == "1", seen
+    assert seen["offline"] == OFFLINE, seen
     for name in ("HF_HOME", "TMPDIR", "TORCHINDUCTOR_CACHE_DIR", "tempfile"):
         assert Path(seen[name]).is_relative_to(out.resolve()), (name, seen[name])
     assert seen["RANK"] is None

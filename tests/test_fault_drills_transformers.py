@@ -8,6 +8,7 @@ tests/test_transformers_scripts.py); the damaged-input cases copy one of its che
 
 from __future__ import annotations
 
+import contextlib
 import pickle
 import random
 import re
@@ -332,3 +333,35 @@ def test_trainer_state_is_written_last(tmp_path_factory):
     folder = good_checkpoint(tmp_path_factory)
     mtimes = {path.name: path.stat().st_mtime_ns for path in folder.iterdir()}
     assert max(mtimes.values()) == mtimes["trainer_state.json"], mtimes
+
+
+class Checks:
+    """What straight_run needs of a SmokeRun, without its process-wide setup: the checks it records, by name."""
+
+    def __init__(self, output_dir: Path):
+        self.output_dir, self.recorded = output_dir, {}
+
+    def check(self, name, ok, detail="", *, actual=None, expected=None):
+        self.recorded[name] = (bool(ok), detail)
+        return ok
+
+    def check_equal(self, name, actual, expected):
+        return self.check(name, actual == expected, f"got {actual!r}")
+
+    @contextlib.contextmanager
+    def step(self, name):
+        yield
+
+
+def test_a_checkpoint_missing_one_training_state_file_fails_checkpoint_contents(tmp_path, monkeypatch):
+    """A Trainer that saved the weights but not rng_state.pth cannot resume bit-exact: the straight run's
+    checkpoint.contents check names the missing file, not only model.safetensors."""
+    from transformers import Trainer
+
+    monkeypatch.setattr(Trainer, "_save_rng_state", lambda self, output_dir: None)  # the fault: never written
+    script = import_checkpoint_smoke()
+    checks = Checks(tmp_path)
+    script.straight_run(checks, script.Kit(0, tmp_path, "cpu"))
+    assert checks.recorded["straight.checkpoints"][0], checks.recorded
+    ok, detail = checks.recorded["checkpoint.contents"]
+    assert not ok and "missing ['rng_state.pth']" in detail, detail

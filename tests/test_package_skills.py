@@ -63,6 +63,16 @@ def test_the_zip_unpacks_to_the_skill_folder_and_passes_the_spec_gate(built, ski
         assert (tmp_path / name).read_bytes() == (SKILLS_DIR / name).read_bytes(), name
 
 
+@pytest.mark.parametrize("skill", SKILLS)
+def test_an_executable_script_keeps_mode_755_and_the_rest_0644(skill, tmp_path):
+    """trap_check.py is 755 in git (its shebang runs it from a pre-commit hook): unpacked as 644 it would not run."""
+    assert os.stat(SKILLS_DIR / skill / "scripts" / "trap_check.py").st_mode & 0o111
+    (built,) = packager.build_zips([SKILLS_DIR / skill], tmp_path)
+    with zipfile.ZipFile(built) as archive:
+        modes = {info.filename: stat.S_IMODE(info.external_attr >> 16) for info in archive.infolist()}
+    assert (modes[f"{skill}/scripts/trap_check.py"], modes[f"{skill}/SKILL.md"]) == (0o755, 0o644)
+
+
 def test_same_input_same_bytes_whatever_the_clock_permissions_or_litter(built, tmp_path):
     """A copy with other timestamps, other read/write permissions, __pycache__ and a dotfile gives the same zip."""
     copy = tmp_path / "skills"

@@ -2410,3 +2410,28 @@ def test_trainer_tokenizer_on_a_trl_trainer_says_trl_decides(tmp_path):
     assert "trl.PPOTrainer is TRL's" in note(namespace, ["src/pkg/run/b.py"])["trainer-tokenizer"]
     assert note({"c.py": "from transformers import Trainer\nTrainer(model=m, tokenizer=tok)\n"}, ["c.py"]) == {
         "trainer-tokenizer": ""}
+
+
+@pytest.mark.parametrize("copy", SKILLS)
+def test_composer_s_long_process_count_flag_and_its_prefixes_count_as_n(tmp_path, copy):
+    """`composer --np 2` (argparse takes any prefix of --nproc) starts two processes as `-n 2` does: a DataLoader
+    without a distributed sampler is a finding whichever spelling the launch uses, in each skill's copy."""
+    checker = import_script(CHECKERS[copy])
+    (tmp_path / "train.py").write_text("loader = DataLoader(data, batch_size=4)\n"
+                                       "Trainer(model=m, optimizers=o, train_dataloader=loader)\n")
+    for flag in ("-n", "--nproc", "--npro", "--np"):
+        (tmp_path / "run.sh").write_text(f"composer {flag} 2 train.py\n")
+        sources = {str(tmp_path / name): (tmp_path / name).read_text() for name in ("train.py", "run.sh")}
+        findings, broken = checker.check_sources(sources, CP, "cpu")
+        assert ({finding.rule for finding in findings}, broken) == ({"loader-without-sampler"}, []), flag
+
+
+@pytest.mark.parametrize("copy", SKILLS)
+@pytest.mark.parametrize("logging_steps, rule", [(300, "best-save-not-multiple"), (50, "best-unsaved-eval")])
+def test_eval_steps_left_unset_is_logging_steps_for_the_best_model_rules(copy, logging_steps, rule):
+    """Measured on the installed TrainingArguments: eval_steps defaults to logging_steps, so save_steps=500 with
+    logging_steps=300 is its ValueError (not a round multiple) and with 50 saves only every tenth evaluation."""
+    code = ('TrainingArguments(output_dir="o", load_best_model_at_end=True, eval_strategy="steps", '
+            f'save_strategy="steps", save_steps=500, logging_steps={logging_steps})\n')
+    findings, broken = import_script(CHECKERS[copy]).check_sources({"t.py": code}, HF, "cpu")
+    assert ({finding.rule for finding in findings}, broken) == ({rule}, [])

@@ -144,6 +144,18 @@ def test_an_inline_comment_on_the_line_or_alone_above_it_suppresses_that_rule(tm
     assert (code, bool(failed(err))) == ((1, True) if found else (0, False)), err
 
 
+
+@pytest.mark.parametrize("skill, head, rule, statement", [
+    (HF, "", "TF002", 'TrainingArguments(output_dir="o", no_cuda=True)\n'),
+    (CP, "from composer import Trainer\n", "CP002", "Trainer(model=m, optimizers=o, max_duration='2iter')\n"),
+])
+def test_in_both_checkers_a_comment_alone_above_suppresses_and_one_trailing_a_statement_does_not(
+        tmp_path, capsys, skill, head, rule, statement):
+    """Each skill's checker, not only the transformers one: only a comment alone on the line above counts."""
+    for prefix, code in (("", 0), ("x = 1  ", 1)):
+        (tmp_path / "t.py").write_text(f"{head}{prefix}# trap-check: ignore[{rule}]\n{statement}")
+        assert lint(skill, [str(tmp_path / "t.py")], capsys)[0] == code, prefix
+
 def test_an_inline_comment_suppresses_in_shell_scripts_too(tmp_path, capsys):
     launch = "accelerate launch --cpu --num_processes 2 train.py"
     for text, code in ((f"{launch}\n", 1), (f"{launch}  # trap-check: ignore[accelerate-cpu-processes]\n", 0),
