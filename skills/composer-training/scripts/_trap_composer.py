@@ -11,7 +11,8 @@ from pathlib import Path
 
 from _trap_hf_arguments import ARGUMENT_CLASSES
 from _trap_launch import COMPOSER_NPROC, Launch, UNKNOWN
-from _trap_module import Module, at, called_name, own_nodes
+from _trap_module import Module, at, own_nodes
+from _trap_values import called_name
 
 
 WALL_CLOCK = re.compile(r"^\s*(\d+(\.\d*)?\s*(h|hr|m|min|s|sec|d)\s*)+$", re.I)

@@ -8,7 +8,8 @@ import re
 from pathlib import Path
 
 from _trap_launch import UNKNOWN, Launch, count
-from _trap_module import Module, at, called_name, is_true, line_of, own_nodes
+from _trap_module import Module, at, is_true, line_of, own_nodes
+from _trap_values import called_name
 from _trap_rules import LEGACY_ARGUMENTS, REMOVED_ARGUMENTS
 
 

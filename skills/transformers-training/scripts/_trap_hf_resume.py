@@ -12,7 +12,8 @@ from _trap_hf_arguments import (HF_PARSERS, argument_defaults, argument_findings
                                 removed_field_findings, sequence_classification_findings, token_label_findings,
                                 trainer_calls, training_arguments, trl_trainer)
 from _trap_launch import COUNTS, FALSE_VALUES, SETTINGS, UNKNOWN, Launch, count, offline_value
-from _trap_module import CAUSAL_LM, MASKED_LM, SEQ2SEQ, Module, at, called_name, is_true
+from _trap_module import CAUSAL_LM, MASKED_LM, SEQ2SEQ, Module, at, is_true
+from _trap_values import called_name
 from _trap_rules import LEGACY_ARGUMENTS, REMOVED_ARGUMENTS
 
 
