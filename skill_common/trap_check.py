@@ -50,9 +50,9 @@ import _trap_fix  # noqa: E402
 import smoke_contract  # noqa: E402
 from smoke_contract import EXIT_USAGE, SmokeError, build_parser, run_main  # noqa: E402
 import _trap_report as report  # noqa: E402
-from _trap_rules import CP, RULES, TF  # noqa: E402
+from _trap_rules import CP, TF  # noqa: E402
+from _trap_families import RULES, launch_findings, transformers_findings  # noqa: E402
 from _trap_composer import composer_findings, sys_path_entries  # noqa: E402
-from _trap_hf_resume import transformers_findings  # noqa: E402
 from _trap_launch import Launch, launches_in_shell  # noqa: E402
 from _trap_module import Module  # noqa: E402
 
@@ -364,9 +364,8 @@ def _check_all(sources: dict[str, str], skill: str, device: str) -> tuple[list[F
             launches_of.setdefault(id(target), []).append(launch)
         elif launch.path not in modules:
             unattached.append(launch)
-        if skill == TF and launch.launcher == "accelerate" and launch.option("--cpu") is not None and \
-                (launch.requested or 1) > 1:  # a rule about the launch alone, whatever it runs
-            findings.append(Finding("accelerate-cpu-processes", launch.path, launch.line, ""))
+        if skill == TF:  # the rules about the launch alone, whatever it runs
+            findings += [Finding(rule, where.path, where.line, note) for rule, where, note in launch_findings(launch)]
     for module in modules.values():  # before any rule reads a parsed flag (Module.launched_value)
         module.launched_with = [launch.args for launch in launches_of.get(id(module), [])]
     for module in list(modules.values()):  # a config.py that parses the flags of the script that imports it

@@ -37,7 +37,7 @@ def fixed(source: str, name: str = "train.py", folder: Path | None = None) -> st
 # ---------------------------------------------------------------- each rename is the library's
 
 def test_the_renames_are_the_removed_arguments_with_an_exact_replacement():
-    removed = {name for name, _what, _fix in sys.modules["transformers_training__trap_rules"].REMOVED_ARGUMENTS}
+    removed = {name for name, _what, _fix in sys.modules["transformers_training__trap_hf_removed"].REMOVED_ARGUMENTS}
     no_replacement = {"overwrite_output_dir", "logging_dir", "save_safetensors", "use_mps_device"}
     assert set(FIX.RENAMES) == removed - no_replacement == set(OLD_VALUES)
 
