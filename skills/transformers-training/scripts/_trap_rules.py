@@ -1,5 +1,7 @@
-"""The trap checker's rule table: each rule's stable code, kebab-case name, severity (and why), what goes wrong, the
-fix and the section to read. A module of trap_check.py (synced from skill_common/ into every skill's scripts/).
+"""What a rule of the trap checker is: its stable code, kebab-case name, severity (and why), what goes wrong, the fix,
+the section to read and its examples. The rules themselves sit in their family modules, next to the code that finds
+them; _trap_families assembles the table. A module of trap_check.py (synced from skill_common/ into every skill's
+scripts/).
 
 Severity: an ERROR is a trap that on the pinned versions raises, silently gives wrong numbers or loses work: it fails
 the check (exit 1). A WARNING is a policy or context matter (a network lookup where the network may be reachable, a
@@ -28,6 +30,7 @@ class Rule:
 
 
 TF, CP = "transformers-training", "composer-training"
+# sections and the arguments of an example, shared by the families
 TABLE = "SKILL.md#what-5x-changed-and-traps-the-library-does-not-warn-about"
 PREFLIGHT = "SKILL.md#preflight-checks"
 ARGS = 'TrainingArguments(output_dir="o", {})'  # an example's arguments
