@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import math
 import re
 from pathlib import Path
@@ -72,9 +73,27 @@ def test_relative_links_resolve(doc):
     assert not broken, f"{doc.relative_to(REPO)}: broken links {broken}"
 
 
+def with_imported_modules(linked: set[Path]) -> set[Path]:
+    """``linked`` and every _<name>.py module a linked script imports from its own folder, directly or through
+    another such module: a module is read through the script that imports it, never run on its own."""
+    found, queue = set(linked), [path for path in linked if path.suffix == ".py"]
+    while queue:
+        script = queue.pop()
+        for node in ast.walk(ast.parse(script.read_text(encoding="utf-8"))):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else []
+            for module in (script.parent / f"{name}.py" for name in names if name.startswith("_")):
+                if module.is_file() and module.resolve() not in found:
+                    found.add(module.resolve())
+                    queue.append(module.resolve())
+    return found
+
+
 @pytest.mark.parametrize("skill", SKILLS)
 def test_every_reference_and_script_is_linked_from_skill_md(skill):
-    linked = {(skill / target).resolve() for target in relative_links(skill / "SKILL.md")}
+    """Every reference and script is linked from SKILL.md; a _<name>.py module, from SKILL.md or through the linked
+    script that imports it (the trap checker's many small modules would not fit the body's budget as links)."""
+    linked = with_imported_modules({(skill / target).resolve() for target in relative_links(skill / "SKILL.md")})
     files = [path for folder in ("references", "scripts") for path in (skill / folder).glob("*")
              if path.is_file() and path.suffix in {".md", ".py"}]
     assert files, f"{skill.name} has no references or scripts"

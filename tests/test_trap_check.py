@@ -170,14 +170,23 @@ def skill_sources(skill: str) -> list[pytest.param]:
         notebook = "".join(block.source for block in code if block.language == "python")  # they run as one
         params.append(pytest.param(skill, {f"{document.name}.py": notebook}, id=f"{skill}/{document.name}:all"))
     for script in sorted((SKILLS_DIR / skill / "scripts").glob("*.py")):
-        if script.name != "_trap_rules.py":  # the rule table: each rule's tripping example trips it by design
-            params.append(pytest.param(skill, {str(script): script.read_text()}, id=f"{skill}/scripts/{script.name}"))
+        params.append(pytest.param(skill, {str(script): script.read_text()}, id=f"{skill}/scripts/{script.name}"))
     return params
+
+
+RULE_MODULES = {Path(family.__file__).name for family in sys.modules["transformers_training__trap_families"].FAMILIES}
+CODES = {rule.id: rule.code for rule in TC.RULES}
 
 
 @pytest.mark.parametrize("skill, sources", [param for skill in sorted(CHECKERS) for param in skill_sources(skill)])
 def test_no_finding_in_the_skills_own_code(skill, sources):
-    assert found(skill, sources) == []
+    """Nothing is found, but a rule's own example in the module that holds it: an example written as a launch string
+    trips its rule by design, and says so on its line."""
+    findings = found(skill, sources)
+    examples = [finding for finding in findings if Path(finding.path).name in RULE_MODULES and
+                f"# trap-check: ignore[{CODES[finding.rule]}] (an example)" in
+                sources[finding.path].splitlines()[finding.line - 1]]
+    assert [finding for finding in findings if finding not in examples] == []
 
 
 # ---------------------------------------------------------------- as a user runs it

@@ -24,6 +24,7 @@ SCRIPTS = SKILLS_DIR / "transformers-training" / "scripts"
 CHECKER = SCRIPTS / "trap_check.py"
 TC = import_script(CHECKER)
 FIX = TC._trap_fix  # the module the checker imported from its own folder
+RENAMING = sys.modules["transformers_training__trap_fix_renames"]  # its rename table, imported with it
 OLD_VALUES = {"evaluation_strategy": "steps", "no_cuda": True, "push_to_hub_token": "hf_unused", "warmup_ratio": 0.5,
               "group_by_length": True, "include_inputs_for_metrics": True}
 
@@ -37,9 +38,9 @@ def fixed(source: str, name: str = "train.py", folder: Path | None = None) -> st
 # ---------------------------------------------------------------- each rename is the library's
 
 def test_the_renames_are_the_removed_arguments_with_an_exact_replacement():
-    removed = {name for name, _what, _fix in sys.modules["transformers_training__trap_rules"].REMOVED_ARGUMENTS}
+    removed = {name for name, _what, _fix in sys.modules["transformers_training__trap_hf_removed"].REMOVED_ARGUMENTS}
     no_replacement = {"overwrite_output_dir", "logging_dir", "save_safetensors", "use_mps_device"}
-    assert set(FIX.RENAMES) == removed - no_replacement == set(OLD_VALUES)
+    assert set(RENAMING.RENAMES) == removed - no_replacement == set(OLD_VALUES)
 
 
 @pytest.mark.parametrize("old", sorted(OLD_VALUES))
@@ -48,7 +49,7 @@ def test_the_old_name_raises_and_the_new_one_means_the_same(old, tmp_path):
     command line give the value the 4.x name stood for."""
     from transformers import HfArgumentParser, TrainingArguments
 
-    rename = FIX.RENAMES[old]
+    rename = RENAMING.RENAMES[old]
     fields = {field.name for field in dataclasses.fields(TrainingArguments)}
     assert rename.new in fields and old not in fields
     with pytest.raises(TypeError, match=old):
@@ -73,10 +74,10 @@ def test_warmup_steps_below_one_is_the_4x_ratio_and_one_is_a_step(tmp_path):
 
     for ratio in (0.0, 0.1, 0.5, 0.99):  # 4.x: math.ceil(num_training_steps * warmup_ratio)
         assert TrainingArguments(str(tmp_path), warmup_steps=ratio).get_warmup_steps(10) == math.ceil(10 * ratio)
-        assert FIX.is_ratio(ratio)
+        assert RENAMING.is_ratio(ratio)
     assert TrainingArguments(str(tmp_path), warmup_steps=1.0).get_warmup_steps(10) == 1  # a 4.x ratio of 1.0 was 10
     source = "from transformers import TrainingArguments\nTrainingArguments(warmup_ratio={})\n"
-    assert fixed(source.format(1.0)) == source.format(1.0) and not FIX.is_ratio(1.0)
+    assert fixed(source.format(1.0)) == source.format(1.0) and not RENAMING.is_ratio(1.0)
     assert fixed(source.format(0.99)) == source.format(0.99).replace("warmup_ratio", "warmup_steps")
 
 

@@ -1,13 +1,19 @@
 """The trap checker as a linter people keep in CI (issue #25): stable codes and severities, --select / --ignore,
-inline suppression, --strict, --list-rules, --format github, --json with code and severity, and a pre-commit hook.
-The rules themselves are tests/test_trap_check.py's."""
+inline suppression, --strict, --list-rules, --format github, --json with code and severity, and a pre-commit hook;
+and the checker's shape (no file over 600 lines, each rule in the module that finds it). The rules themselves are
+tests/test_trap_check.py's."""
 
 from __future__ import annotations
 
+import ast
+import inspect
 import json
 import os
 import re
 import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import pytest
 import yaml
@@ -17,6 +23,9 @@ from support.harness import REPO, SKILLS_DIR, import_script
 HF, CP = "transformers-training", "composer-training"
 CHECKERS = {skill: import_script(SKILLS_DIR / skill / "scripts" / "trap_check.py") for skill in (HF, CP)}
 RULES = CHECKERS[HF].RULES
+# the modules that hold rules (each rule's entry and examples next to the code that finds it)
+FAMILIES = sys.modules["transformers_training__trap_families"].FAMILIES
+RULE_MODULES = [Path(family.__file__).name for family in FAMILIES]
 
 # The codes are a promise: a code once given names that rule for good (a CI config says --ignore CP009). Renumbering
 # or reusing one fails here; a new rule takes the next free code.
@@ -233,20 +242,21 @@ def test_the_pre_commit_hooks_are_valid_and_their_entries_run(tmp_path):
 
 @pytest.mark.parametrize("skill", [HF, CP])
 def test_the_skills_own_scripts_folder_is_clean_under_strict_rule_table_included(skill, capsys, monkeypatch):
-    """The rule table's examples written as launch strings trip their rules by design; they carry inline ignores, so
-    `trap_check.py scripts` (the canonical run, and a pre-commit hook over a project that vendors the skill) passes."""
+    """The rule examples written as launch strings trip their rules by design; they carry inline ignores, so
+    `trap_check.py scripts` (the canonical run, and a pre-commit hook over a project that vendors the skill) passes,
+    every module that holds rules included."""
     monkeypatch.chdir(SKILLS_DIR / skill)
     code, _, err = lint(skill, ["scripts", "--strict"], capsys)
-    assert code == 0 and "[FAIL]" not in err and "[warn]" not in err and "clean@scripts/_trap_rules.py" in err, err
+    assert code == 0 and "[FAIL]" not in err and "[warn]" not in err, err
+    assert all(f"clean@scripts/{name}" in err for name in RULE_MODULES), (RULE_MODULES, err)
 
 
 def test_the_legacy_arguments_are_not_arguments_of_the_installed_training_arguments(tmp_path):
     """removed-legacy-argument's list holds only names the installed TrainingArguments refuses, each named in a
     finding from a call and from an HfArgumentParser flag (a run in a subprocess: transformers is not imported here)."""
-    import sys
     from support.harness import run_python
 
-    legacy = sorted(sys.modules["transformers_training__trap_rules"].LEGACY_ARGUMENTS)
+    legacy = sorted(sys.modules["transformers_training__trap_hf_removed"].LEGACY_ARGUMENTS)
     probe = ("import inspect, sys; from transformers import TrainingArguments; "
              "print(sorted(set(sys.argv[1:]) & set(inspect.signature(TrainingArguments).parameters)))")
     result = run_python(["-c", probe, *legacy], tmp_path, timeout=300)
@@ -260,3 +270,70 @@ def test_the_legacy_arguments_are_not_arguments_of_the_installed_training_argume
     findings, _ = checker.check_sources(launch, HF, "cpu")
     assert {f.note for f in findings} == {"--per_gpu_train_batch_size on the command line",
                                           "--sharded_ddp on the command line"}
+
+
+# ---------------------------------------------------------------- the checker's shape: a newcomer changes one family
+
+TRAP_FILES = sorted([REPO / "skill_common" / "trap_check.py", *(REPO / "skill_common").glob("_trap_*.py")])
+MAX_LINES = 600  # read in one sitting
+HOME = {rule.id: Path(family.__file__).name for family in FAMILIES for rule in family.RULES}  # rule -> its module
+PASSING_ON = {"_trap_families.py"}  # runs the families: every Transformers finding passes through its `yield from`
+
+
+def rule_ids_named(path: Path) -> set[str]:
+    """The rule ids a module's code names (its own RULES entries left out): a string constant that is an id, or a
+    yielded finding's f-string that formats into ids (f"removed-{name}"). A finding is made by naming its rule."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    table = [node for node in tree.body if isinstance(node, ast.Assign) and
+             any(isinstance(target, ast.Name) and target.id == "RULES" for target in node.targets)]
+    skipped = {id(node) for entry in table for node in ast.walk(entry)}
+    named = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Constant) and node.value in HOME:
+            named.add(node.value)
+        elif isinstance(node, ast.Yield) and isinstance(node.value, ast.Tuple) and node.value.elts and \
+                isinstance(node.value.elts[0], ast.JoinedStr):
+            pattern = "".join(re.escape(part.value) if isinstance(part, ast.Constant) else ".+"
+                              for part in node.value.elts[0].values)
+            named |= {rule for rule in HOME if re.fullmatch(pattern, rule)}
+    return named
+
+
+def test_no_file_of_the_checker_is_longer_than_a_newcomer_reads_in_one_sitting():
+    lines = {path.name: len(path.read_text(encoding="utf-8").splitlines()) for path in TRAP_FILES}
+    assert len(lines) > 10 and not {name: count for name, count in lines.items() if count > MAX_LINES}, lines
+
+
+def test_each_rule_is_defined_in_the_one_module_that_names_it_in_code():
+    """A family module's code names exactly the rules its table holds; no other module of the checker names one."""
+    assert {rule.id for rule in RULES} == set(HOME) and len(RULES) == len(HOME)  # each rule in one family only
+    for path in TRAP_FILES:
+        own = {rule for rule, home in HOME.items() if home == path.name}
+        assert rule_ids_named(path) == own, path.name
+
+
+def test_each_finding_is_made_in_the_module_that_defines_its_rule(tmp_path):
+    """Each rule's tripping example, checked under a tracer: the generators that yield its findings are its own
+    module's (and the families' runner, which only passes them on), never another family's or the core's."""
+    yielded: dict[str, set[str]] = {}
+
+    def trace(frame, event, arg):
+        if event == "return" and frame.f_code.co_flags & inspect.CO_GENERATOR and isinstance(arg, tuple) and \
+                arg and arg[0] in HOME:
+            yielded.setdefault(arg[0], set()).add(Path(frame.f_code.co_filename).name)
+        return trace
+
+    checker = CHECKERS[HF]
+    for rule in RULES:
+        yielded.clear()
+        sources = {name: textwrap.dedent(text) for name, text in rule.trips.items()}
+        sys.settrace(trace)
+        try:
+            findings, _ = checker.check_sources(sources, rule.skill, "cpu")
+        finally:
+            sys.settrace(None)
+        assert rule.id in {finding.rule for finding in findings}, rule.id
+        assert HOME[rule.id] in yielded[rule.id] and yielded[rule.id] <= {HOME[rule.id], *PASSING_ON}, \
+            (rule.id, yielded)

@@ -1,6 +1,6 @@
-"""The Composer rules: the Trainer's keywords, durations and token counting, loading and autoresume, devices,
-optimizers, data loaders under several processes and evaluation metrics. A module of trap_check.py (synced from
-skill_common/ into every skill's scripts/ folder).
+"""The Composer rules (every rule of composer-training): the Trainer's keywords, durations and token counting,
+loading and autoresume, devices, optimizers, data loaders under several processes and evaluation metrics, each rule's
+table entry first. A module of trap_check.py (synced from skill_common/ into every skill's scripts/ folder).
 """
 
 import ast
@@ -11,7 +11,130 @@ from pathlib import Path
 
 from _trap_hf_arguments import ARGUMENT_CLASSES
 from _trap_launch import COMPOSER_NPROC, Launch, UNKNOWN
-from _trap_module import Module, at, called_name, own_nodes
+from _trap_module import Module, at, own_nodes
+from _trap_rules import CP, ERROR, WARNING, Rule
+from _trap_values import called_name
+
+
+RULES = [
+    Rule("CP001", "positional-trainer", CP, ERROR,
+         "Composer's Trainer takes keyword arguments only: Trainer(model, ...) raises "
+         "TypeError.", "Trainer(model=model, train_dataloader=..., ...)", "SKILL.md#minimal-trainer",
+         why='raises TypeError',
+         trips={"t.py": "from composer import Trainer\nTrainer(model, optimizers=opt, max_duration='1ep')"},
+         clean={"t.py": "from composer import Trainer\nTrainer(model=model, optimizers=opt, max_duration='1ep')"}),
+    Rule("CP002", "duration-unit", CP, ERROR,
+         "this max_duration unit never ends (iter) or is rejected (dur, wall clock).",
+         'a total in ep, ba, sp or tok ("2ep", "100ba")', "references/checkpointing-and-time.md#time-strings",
+         why='never ends or raises',
+         trips={"t.py": "Trainer(model=m, optimizers=o, max_duration='2iter')\n"
+                                   "Trainer(model=m, optimizers=o, max_duration='0.5dur')\n"
+                                   "Trainer(model=m, optimizers=o, max_duration='1h30m')"},
+         clean={"t.py": "Trainer(model=m, optimizers=o, max_duration='2ep')"}),
+    Rule("CP003", "tok-uncounted", CP, ERROR,
+         "a tok max_duration without get_num_tokens_in_batch: tokens are counted only for dict "
+         "batches with input_ids (padding included) or datasets with max_seq_len, otherwise never, so the run stops "
+         "early or never.", "DataSpec(loader, get_num_tokens_in_batch=lambda batch: int(batch[\"attention_mask\"]"
+         ".sum()))", "references/model-and-data-contracts.md#batch-schemas-and-what-the-timestamp-counts",
+         why='the run silently stops early or never',
+         trips={"t.py": "Trainer(model=m, optimizers=o, train_dataloader=loader, max_duration='1000tok')"},
+         clean={"t.py": "spec = DataSpec(loader, get_num_tokens_in_batch=count)\n"
+                               "Trainer(model=m, optimizers=o, train_dataloader=spec, max_duration='1000tok')"}),
+    Rule("CP004", "changed-head-load", CP, ERROR,
+         "a changed head loads only with load_weights_only=True, "
+         "load_strict_model_weights=False and load_ignore_keys together; other combinations fail or restore the old "
+         "optimizer state and timestamp.", "give all three load_* options",
+         "references/checkpointing-and-time.md#fine-tune-into-a-changed-head",
+         why='raises or silently restores the old optimizer state and timestamp',
+         trips={"t.py": "Trainer(model=m, optimizers=o, load_path='p.pt', load_strict_model_weights=False,"
+                                       " load_ignore_keys=['state/model/head*'])"},
+         clean={"t.py": "Trainer(model=m, optimizers=o, load_path='p.pt', load_weights_only=True, "
+                                   "load_strict_model_weights=False, load_ignore_keys=['state/model/head*'])"}),
+    Rule("CP005", "autoresume-no-run-name", CP, ERROR,
+         "autoresume=True without run_name: Composer raises (a random name could not be "
+         "found again on relaunch).", 'run_name="<stable name>" and save_folder="checkpoints/{run_name}"',
+         "references/checkpointing-and-time.md#autoresume",
+         why='raises',
+         trips={"t.py": "Trainer(model=m, optimizers=o, autoresume=True, save_folder='ck')"},
+         clean={"t.py": "Trainer(model=m, optimizers=o, autoresume=True, run_name='job', "
+                                        "save_folder='ck/{run_name}')"}),
+    Rule("CP006", "autoresume-shared-folder", CP, ERROR,
+         "autoresume reads <save_folder>/latest-rank0.pt whatever the run name: runs "
+         "that share this save_folder resume each other's checkpoints.",
+         'save_folder="<root>/{run_name}", with a run_name that differs between jobs (run_name=args.job)',
+         "references/checkpointing-and-time.md#autoresume",
+         why="silently resumes another job's checkpoint",
+         trips={"t.py": "Trainer(model=m, optimizers=o, autoresume=True, run_name=args.job, "
+                                              "save_folder=str(args.out))"},
+         clean={"t.py": "folder = str(args.out / '{run_name}')\nTrainer(model=m, optimizers=o, "
+                                          "autoresume=True, run_name=args.job, save_folder=folder)"}),
+    Rule("CP007", "save-overwrite", CP, ERROR,
+         "save_overwrite=True to get past FileExistsError keeps the old run's files and, when "
+         "latest-rank0.pt is missing or dangling, restarts from batch 0.",
+         "resume (autoresume or load_path=<folder>/latest-rank0.pt), set torn checkpoints aside, or use a new folder",
+         "references/checkpointing-and-time.md#running-again-into-a-used-folder",
+         why='loses work: restarts from batch 0',
+         trips={"t.py": "Trainer(model=m, optimizers=o, autoresume=True, run_name='j', save_folder='c', "
+                                    "save_overwrite=True)"},
+         clean={"t.py": "Trainer(model=m, optimizers=o, autoresume=True, run_name='j', save_folder='c')"}),
+    Rule("CP008", "gpu-only-setting-on-cpu", CP, ERROR,
+         "AMP precision and device_train_microbatch_size=\"auto\" are GPU-only: on CPU "
+         "Composer raises.", 'precision="fp32" and an integer microbatch size on CPU',
+         "references/troubleshooting.md#precision-devices-microbatching",
+         why='raises on CPU',
+         trips={"t.py": "Trainer(model=m, optimizers=o, device='cpu', precision='amp_bf16', "
+                                             "device_train_microbatch_size='auto')"},
+         clean={"t.py": "Trainer(model=m, optimizers=o, device='cpu', precision='fp32', "
+                                         "device_train_microbatch_size=2)"}),
+    Rule("CP009", "no-optimizer", CP, WARNING,
+         "no optimizers=: Composer warns and trains with DecoupledSGDW(lr=0.1).",
+         "optimizers=torch.optim.AdamW(model.parameters(), lr=...)", "SKILL.md#fast-start",
+         why="Composer warns at run time and trains: a default to replace, not a silent failure (a profiling demo "
+             "may mean it)",
+         trips={"t.py": "Trainer(model=m, train_dataloader=loader, max_duration='2ba')"},
+         clean={"t.py": "Trainer(model=m, train_dataloader=loader, max_duration='2ba', optimizers=opt)"}),
+    Rule("CP010", "shuffle-resume", CP, WARNING,
+         "a train DataLoader(shuffle=True) with autoresume or load_path: a resume inside an epoch "
+         "reorders the rest of it when training draws from torch's CPU RNG, so the resume is not bit-exact.",
+         "sampler=dist.get_sampler(dataset, shuffle=True) (composer.utils.dist)",
+         "references/checkpointing-and-time.md#after-a-kill-or-preemption",
+         why='the resumed run is statistically sound, only not bit-exact',
+         trips={"t.py": "loader = DataLoader(data, batch_size=4, shuffle=True)\nTrainer(model=m, "
+                                    "optimizers=o, train_dataloader=loader, autoresume=True, run_name='j')"},
+         clean={"t.py": "loader = DataLoader(data, batch_size=4, sampler=dist.get_sampler(data, shuffle=True))"
+                                "\nTrainer(model=m, optimizers=o, train_dataloader=loader, autoresume=True, "
+                                "run_name='j')"}),
+    Rule("CP011", "launch-default-processes", CP, WARNING,
+         "composer without -n starts one process per GPU: one on a machine without "
+         "GPUs.", "composer -n <processes> train.py", "references/distributed.md#run-it-with-2-ranks-on-cpu",
+         why='depends on the machine it runs on: right on a GPU node, one process on a CPU one',
+         trips={"run.sh": "composer train.py --epochs 2\n"},  # trap-check: ignore[CP011] (an example)
+         clean={"run.sh": "composer -n 2 train.py --epochs 2\n"}),
+    Rule("CP012", "loader-without-sampler", CP, ERROR,
+         "a train DataLoader without a distributed sampler under a multi-process launch: "
+         "every rank reads every sample (Composer refuses it).",
+         "sampler=dist.get_sampler(dataset, shuffle=...) (composer.utils.dist)",
+         "references/distributed.md#what-the-training-script-needs",
+         why='Composer refuses it',
+         trips={"t.py": "LAUNCH = ['composer', '-n', '2', 'train.py']\nloader = DataLoader(data, "
+                                            "batch_size=4)\nTrainer(model=m, optimizers=o, train_dataloader=loader)"},
+         clean={"t.py": "LAUNCH = ['composer', '-n', '2', 'train.py']\nloader = DataLoader(data, "
+                                        "batch_size=4, sampler=dist.get_sampler(data))\nTrainer(model=m, optimizers=o, "
+                                        "train_dataloader=loader)"}),
+    Rule("CP013", "eval-without-metrics", CP, ERROR,
+         "evaluation with a model that reports no metrics (it defines no get_metrics, or "
+         "it is a HuggingFaceModel given neither metrics= nor eval_metrics=): get_metrics returns {}, so evaluation "
+         "runs and reports nothing.",
+         "define get_metrics(is_train) and update_metric in the model (ComposerClassifier has them), or give "
+         "HuggingFaceModel metrics= (eval_metrics= for other metrics in evaluation)",
+         "SKILL.md#model-and-data-checklist",
+         why='evaluation silently reports nothing',
+         trips={"t.py": "model = Net()\nTrainer(model=model, optimizers=o, "
+                                          "eval_dataloader=Evaluator(label='val', dataloader=loader))"},
+         clean={"t.py": "class Scored(Net):\n    def get_metrics(self, is_train=False):\n        return {}\n"
+                                      "model = Scored()\nTrainer(model=model, optimizers=o, "
+                                      "eval_dataloader=Evaluator(label='val', dataloader=loader))"}),
+]
 
 
 WALL_CLOCK = re.compile(r"^\s*(\d+(\.\d*)?\s*(h|hr|m|min|s|sec|d)\s*)+$", re.I)

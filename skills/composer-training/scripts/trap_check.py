@@ -29,10 +29,15 @@ there is one): auto is a GPU when one is visible here, and gpu is accepted on a 
 here, so the checker never exits 4). Links are relative to this skill's folder.
 
 This file and its modules are the source of the checker of every skill: skill_common/trap_check.py and _trap_*.py at
-the bundle root, copied into each skill's scripts/ folder (`make sync`; the suite fails when a copy drifts): the rule
-table (_trap_rules), the reporting (_trap_report), launch commands (_trap_launch), a module read with ast
-(_trap_module), and one module per rule family (_trap_hf_arguments, _trap_hf_resume, _trap_composer). Each copy runs
-the rules of the skill it sits in, read from that skill's SKILL.md.
+the bundle root, copied into each skill's scripts/ folder (`make sync`; the suite fails when a copy drifts). The core:
+this file (reading the files and linking a project), a module read with ast (_trap_module) and the values it gives
+(_trap_values), launch commands (_trap_launch), training arguments as the Transformers rules read them
+(_trap_hf_arguments), the Rule entry (_trap_rules) and the reporting (_trap_report). The rules: one module per rule
+family, each rule's table entry and examples next to the code that finds it (_trap_hf_removed, _trap_hf_best_model,
+_trap_hf_distributed, _trap_hf_tasks, _trap_hf_offline, _trap_hf_resume, _trap_composer), listed once in
+_trap_families, which assembles the table and runs the Transformers families. --fix is _trap_fix's (with
+_trap_fix_renames and _trap_fix_shell). Each copy runs the rules of the skill it sits in, read from that skill's
+SKILL.md.
 """
 
 import os
@@ -58,9 +63,9 @@ import _trap_fix  # noqa: E402
 import smoke_contract  # noqa: E402
 from smoke_contract import EXIT_USAGE, SmokeError, build_parser, run_main  # noqa: E402
 import _trap_report as report  # noqa: E402
-from _trap_rules import CP, RULES, TF  # noqa: E402
+from _trap_rules import CP, TF  # noqa: E402
+from _trap_families import RULES, launch_findings, transformers_findings  # noqa: E402
 from _trap_composer import composer_findings, sys_path_entries  # noqa: E402
-from _trap_hf_resume import transformers_findings  # noqa: E402
 from _trap_launch import Launch, launches_in_shell  # noqa: E402
 from _trap_module import Module  # noqa: E402
 
@@ -372,9 +377,8 @@ def _check_all(sources: dict[str, str], skill: str, device: str) -> tuple[list[F
             launches_of.setdefault(id(target), []).append(launch)
         elif launch.path not in modules:
             unattached.append(launch)
-        if skill == TF and launch.launcher == "accelerate" and launch.option("--cpu") is not None and \
-                (launch.requested or 1) > 1:  # a rule about the launch alone, whatever it runs
-            findings.append(Finding("accelerate-cpu-processes", launch.path, launch.line, ""))
+        if skill == TF:  # the rules about the launch alone, whatever it runs
+            findings += [Finding(rule, where.path, where.line, note) for rule, where, note in launch_findings(launch)]
     for module in modules.values():  # before any rule reads a parsed flag (Module.launched_value)
         module.launched_with = [launch.args for launch in launches_of.get(id(module), [])]
     for module in list(modules.values()):  # a config.py that parses the flags of the script that imports it

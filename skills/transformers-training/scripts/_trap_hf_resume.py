@@ -1,96 +1,60 @@
-"""The Transformers rules on running: resumes and the looks for a checkpoint that guard them, offline data loading,
-generation settings, and transformers_findings, which runs every Transformers rule on a module. A module of
-trap_check.py (synced from skill_common/ into every skill's scripts/ folder).
+"""The Transformers rules on resuming: train(resume_from_checkpoint=True) and get_last_checkpoint() unless a look
+for a complete checkpoint guards them (the looks followed through conditions, helpers and exits), and a max_steps
+changed between the arguments that share an output_dir. A module of trap_check.py (synced from skill_common/ into
+every skill's scripts/ folder).
 """
 
 import ast
 import math
 import re
 
-from _trap_hf_arguments import (HF_PARSERS, argument_defaults, argument_findings, best_model_findings,
-                                causal_lm_findings, evaluate_findings, hf_flags, library_trainer,
-                                removed_field_findings, sequence_classification_findings, token_label_findings,
-                                trainer_calls, training_arguments, trl_trainer)
-from _trap_launch import COUNTS, FALSE_VALUES, SETTINGS, UNKNOWN, Launch, count, offline_value
-from _trap_module import CAUSAL_LM, MASKED_LM, SEQ2SEQ, Module, at, called_name, is_true
-from _trap_rules import LEGACY_ARGUMENTS, REMOVED_ARGUMENTS
+from _trap_launch import UNKNOWN, Launch
+from _trap_module import Module
+from _trap_rules import ERROR, TABLE, TF, Rule
+from _trap_values import called_name
 
 
-def imported_findings(module: Module):
-    """The rules that need nothing but the file, run on each project module ``module`` imports that was not given
-    (metrics.py's evaluate.load("accuracy"), helpers.py's TrainingArguments(evaluation_strategy=...)): named at
-    their own file and line. A given module is checked on its own."""
-    for part in module.project[1:]:
-        if part.found_nearby:
-            for rule, line, note in [*argument_findings(part, training_arguments(part)), *evaluate_findings(part)]:
-                yield rule, at(module, part, line), note
-
-
-BEST_FLAGS = ("eval_strategy", "save_strategy", "load_best_model_at_end", "eval_steps", "save_steps", "logging_steps",
-              "metric_for_best_model", "save_total_limit")
-
-
-def launched_best_settings(launch: Launch) -> tuple[dict, bool]:
-    """The best-model settings a launch gives an HfArgumentParser script as flags (`--eval_strategy epoch
-    --save_strategy steps --load_best_model_at_end True`), read as HfArgumentParser reads them; none where the
-    script is not read here, parses its flags another way, or sets one of them in its code. Only the flags given
-    are known (complete is False): a default the script's own dataclass changes is not guessed."""
-    runs = launch.runs if isinstance(launch.runs, Module) else None
-    if runs is None or not HF_PARSERS & runs.project_names or any(
-            isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and node.attr in BEST_FLAGS
-            for part in runs.project for node in part.nodes):
-        return {}, False
-    kw = {}
-    for name in BEST_FLAGS:
-        given = launch.flag(name)
-        if given is None or "$" in given:
-            continue
-        value = {"true": True, "false": False}.get(given.lower(), count(given) if count(given) is not None else given)
-        kw[name] = (ast.Constant(value), launch)
-    return kw, False
-
-
-def transformers_findings(module: Module, launches: list[Launch]):
-    training = training_arguments(module)
-    yield from argument_findings(module, training)
-    defaults = argument_defaults(module)
-    for _, kw, _ in defaults:
-        if module.const(kw.get("optim", (None,))[0]) == "adamw_hf":
-            yield "optim-adamw-hf", kw["optim"][1], ""
-    yield from imported_findings(module)
-    for launch in launches:
-        # the same arguments as HfArgumentParser flags on a command line
-        # at the flag's own line of a command of several lines: where its inline suppression and annotation go
-        for name, _what, _fix in REMOVED_ARGUMENTS:
-            if launch.flag(name) is not None and hf_flags(launch, name):
-                yield f"removed-{name}", (launch.path, launch.flag_line(name)), f"--{name} on the command line"
-        for name in LEGACY_ARGUMENTS:
-            if launch.flag(name) is not None and hf_flags(launch, name):
-                yield "removed-legacy-argument", (launch.path, launch.flag_line(name)), \
-                    f"--{name} on the command line"
-        if launch.flag("optim") == "adamw_hf" and hf_flags(launch, "optim"):
-            yield "optim-adamw-hf", (launch.path, launch.flag_line("optim")), "--optim adamw_hf on the command line"
-        for rule, _where, note in best_model_findings(module, None, *launched_best_settings(launch)):
-            yield rule, launch, f"{note}{'; ' if note else ''}from the command line"
-    for call in trainer_calls(module):
-        kw, _ = module.kwargs(call)
-        if "tokenizer" in kw and library_trainer(module, call):
-            trl = trl_trainer(module, module.short(call), module.qualname(call.func), {module.short(call)})
-            yield "trainer-tokenizer", kw["tokenizer"][1], f"{trl} is TRL's: the installed TRL's signature decides; " \
-                "recent TRL takes processing_class=, its old PPOTrainer API differs throughout" if trl else ""
-    yield from removed_field_findings(module)
-    yield from sequence_classification_findings(module, training + defaults, launches)
-    names = module.project_names  # an aliased import counts by what it stands for; model.py's classes count here
-    causal = any(CAUSAL_LM.search(name) for name in names) or any(
-        module.const(module.kwargs(call)[0].get("mlm", (None,))[0]) is False
-        for call in module.calls_named("DataCollatorForLanguageModeling"))
-    if causal and not any(MASKED_LM.search(name) for name in names):
-        yield from causal_lm_findings(module)
-    yield from evaluate_findings(module)
-    yield from token_label_findings(module)
-    yield from resume_findings(module, training, launches)
-    yield from load_dataset_findings(module, launches)
-    yield from seq2seq_findings(module, training, launches)
+RULES = [
+    Rule("TF024", "resume-changed-max-steps", TF, ERROR,
+         "resuming with another max_steps: the first resumed step runs at the old "
+         "schedule's rate, then jumps onto a new curve.",
+         "keep max_steps when resuming; to train longer, start a new run from the saved weights", TABLE,
+         why='silently wrong learning-rate schedule',
+         trips={"t.py": """
+        first = TrainingArguments(output_dir="o", max_steps=100)
+        longer = TrainingArguments(output_dir="o", max_steps=200)
+        Trainer(model=m, args=longer).train(resume_from_checkpoint=last)
+        """},
+         clean={"t.py": """
+        same = TrainingArguments(output_dir="o", max_steps=100)
+        Trainer(model=m, args=same).train(resume_from_checkpoint=last)
+        """}),
+    Rule("TF027", "resume-true-unconditional", TF, ERROR,
+         "train(resume_from_checkpoint=True) raises on a first launch (no checkpoint "
+         "yet) and after a kill during a save (the newest checkpoint has no trainer_state.json).",
+         "pass the newest complete checkpoint or None (last_complete_checkpoint(output_dir) in the reference)",
+         "references/troubleshooting.md#after-a-kill-or-preemption",
+         why='raises on a first launch and after a kill',
+         trips={"t.py": "trainer.train(resume_from_checkpoint=True)"},
+         clean={"t.py": "trainer.train(resume_from_checkpoint=last_complete_checkpoint('o'))"}),
+    Rule("TF028", "resume-unchecked-checkpoint", TF, ERROR,
+         "get_last_checkpoint() returns a checkpoint a kill cut short (no "
+         "trainer_state.json): resuming from it raises.",
+         "skip checkpoints without trainer_state.json (last_complete_checkpoint in the reference)",
+         "references/troubleshooting.md#after-a-kill-or-preemption",
+         why='raises after a kill during a save',
+         trips={"t.py": """
+        from transformers.trainer_utils import get_last_checkpoint
+        trainer.train(resume_from_checkpoint=get_last_checkpoint("o"))
+        """},
+         clean={"t.py": """
+        from transformers.trainer_utils import get_last_checkpoint
+        last = get_last_checkpoint("o")
+        if last and not os.path.exists(os.path.join(last, "trainer_state.json")):
+            last = None
+        trainer.train(resume_from_checkpoint=last)
+        """}),
+]
 
 
 LOOKS = {"exists", "is_dir", "isdir", "is_file", "isfile", "glob", "rglob", "iterdir", "listdir", "scandir", "walk",
@@ -480,89 +444,3 @@ def resume_findings(module: Module, training: list, launches: list[Launch]):
         steps.pop(UNKNOWN, None)
         if len(steps) > 1:
             yield "resume-changed-max-steps", max(steps.values()), f"max_steps {sorted(steps, key=repr)}"
-
-
-def offline_settings(module: Module) -> list[tuple[int, str, object]]:
-    """(line, variable, value) per offline variable the module sets: os.environ["HF_HUB_OFFLINE"] = "1",
-    setdefault(...), update(...), putenv(...)."""
-    found: list[tuple[int, str, object]] = []
-    names = module.names | module.strings
-    for node in module.nodes if set(SETTINGS) & names else []:
-        pairs = []
-        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Subscript):
-            pairs = [(node.targets[0].slice, node.value)]
-        elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.BitOr):  # os.environ |= {...}
-            pairs = [(ast.Constant(key), value)
-                     for key, (value, _) in module.mapping(node.value, node.lineno)[0].items()]
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
-                "setdefault", "putenv", "update", "__setitem__"):
-            if node.func.attr == "update":  # update(HF_HUB_OFFLINE="1"), update({...}), update(OFFLINE)
-                pairs = [(ast.Constant(key), value) for key, (value, _) in module.kwargs(node)[0].items()]
-                pairs += [(ast.Constant(key), value) for arg in node.args
-                          for key, (value, _) in module.mapping(arg, node.lineno)[0].items()]
-            elif node.args:
-                pairs = [(node.args[0], node.args[1] if len(node.args) > 1 else None)]
-        for key, value in pairs:
-            if module.const(key) in SETTINGS:
-                found.append((node.lineno, module.const(key), module.const(value)))
-    return found
-
-
-def file_suffix(node: ast.AST) -> bool:
-    """A builder name taken from a data file's suffix (`extension = train_file.split(".")[-1]`, Path(f).suffix):
-    always a packaged builder (json, csv, text), never a Hub dataset."""
-    return (isinstance(node, ast.Call) and called_name(node.func) in ("split", "rsplit") and
-            any(isinstance(argument, ast.Constant) and argument.value == "." for argument in node.args)) or (
-        isinstance(node, ast.Attribute) and node.attr == "suffix")
-
-
-def load_dataset_findings(module: Module, launches: list[Launch]):
-    imports = [node.lineno for node in module.nodes if (isinstance(node, ast.Import) and any(
-        alias.name.split(".")[0] == "datasets" for alias in node.names)) or (
-        isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "datasets")]
-    first_import = min(imports, default=0) or 10**9
-    settings = [(name, value) for line, name, value in offline_settings(module) if line < first_import]
-    settings += [(name, value) for line, imported in module.imported if line < first_import  # import setup_env
-                 for _, name, value in offline_settings(imported)]
-    settings += [(name, launch.env[name]) for launch in launches for name in SETTINGS if name in launch.env]
-    # datasets reads HF_DATASETS_OFFLINE when it is set, else HF_HUB_OFFLINE; either is on only for 1/on/yes/true
-    offline = [(name, value) for name, value in settings if name != COUNTS]
-    if any(offline_value(value) for _, value in offline) and not any(
-            name == "HF_DATASETS_OFFLINE" and not offline_value(value) for name, value in offline):
-        return
-    if any(name == COUNTS and (value is UNKNOWN or "$" in str(value) or str(value).upper() in FALSE_VALUES)
-           for name, value in settings):
-        return
-    local_builders = {"json", "csv", "text", "parquet", "arrow", "pandas", "imagefolder", "audiofolder", "xml", "sql",
-                      "webdataset"}
-    for call in module.calls:
-        if not module.qualname(call.func).startswith("datasets.") or module.short(call) != "load_dataset":
-            continue
-        kw, _ = module.kwargs(call)
-        builder = module.const(call.args[0] if call.args else kw.get("path", (None,))[0])
-        # a builder for local files, or a path; load_dataset("laion/OIG", data_files=...) picks files of a Hub
-        # dataset (offline mode would break it), and a name not read here decides nothing
-        if builder in local_builders or (isinstance(builder, str) and builder.startswith((".", "/", "~"))) or (
-                builder is UNKNOWN and "data_files" in kw and module.mentions(call.args[0] if call.args else None,
-                                                                              file_suffix)):
-            yield "load-dataset-online", call.lineno, ""
-
-
-def seq2seq_findings(module: Module, training: list, launches: list[Launch]):
-    for call, kw, complete in training:
-        if is_true(module.const(kw.get("predict_with_generate", (None,))[0])) and complete and \
-                "generation_max_length" not in kw and "generation_config" not in kw:
-            yield "generate-max-length", kw["predict_with_generate"][1], ""
-    for launch in launches:  # --predict_with_generate on the command line, the length neither there nor in the code
-        runs = launch.runs if isinstance(launch.runs, Module) else None  # a script not read here decides nothing
-        if runs is not None and is_true(launch.flag("predict_with_generate")) and \
-                launch.flag("generation_max_length") is None and launch.flag("generation_config") is None and \
-                not {"generation_max_length", "generation_config"} & runs.project_words:
-            yield "generate-max-length", launch, "--predict_with_generate on the command line"
-    if not any(isinstance(call.func, ast.Attribute) and call.func.attr == "predict" for call in module.calls):
-        return
-    for call in module.calls_named("Trainer"):
-        model = module.resolve(module.kwargs(call)[0].get("model", (None,))[0])
-        if model is not None and not module.qualname(call.func).startswith("composer") and any(
-                SEQ2SEQ.search(module.qualname(sub)) for sub in ast.walk(model) if isinstance(sub, ast.Attribute)):
-            yield "seq2seq-plain-trainer", call.lineno, ""

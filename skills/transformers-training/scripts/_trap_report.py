@@ -7,7 +7,8 @@ the contract's --json with each finding's code and severity). A module of trap_c
 import ast
 import re
 
-from _trap_rules import ERROR, RULES, Rule
+from _trap_families import RULES
+from _trap_rules import ERROR, Rule
 from smoke_contract import EXIT_USAGE, SmokeError, log
 
 # `# trap-check: ignore[pad-token-eos, CP009]` on the finding's line, or alone on the line above it (Python or shell);
