@@ -93,6 +93,42 @@ def training_args(script_worker):
     return run
 
 
+# ---- the checkout: a test writes only in its temporary folders, never into the repository ----
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+NOT_WATCHED = {".git", ".venv", ".venv-latest", "__pycache__", ".hypothesis"}  # git's, the venvs, Python's caches
+CHECKOUT = pytest.StashKey[set]()  # the checkout's paths when the session started
+
+
+def checkout_paths() -> set[str]:
+    """Every file and folder of the checkout (empty folders too: git status misses those) but NOT_WATCHED."""
+    paths = set()
+    for folder, folders, files in os.walk(REPOSITORY):
+        folders[:] = [name for name in folders if name not in NOT_WATCHED]
+        relative = Path(folder).relative_to(REPOSITORY)
+        paths.update(str(relative / name) for name in folders + files)
+    return paths
+
+
+def pytest_sessionstart(session):
+    if not hasattr(session.config, "workerinput"):  # the controller watches; xdist workers only run tests
+        session.config.stash[CHECKOUT] = checkout_paths()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A test that created or removed anything in the checkout (a Trainer made its output_dir in the working
+    directory, say) fails the session, naming what changed."""
+    before = session.config.stash.get(CHECKOUT, None)
+    changed = sorted(checkout_paths() ^ before) if before is not None else []
+    if changed:
+        writer = session.config.get_terminal_writer()
+        writer.line()
+        writer.line(
+            f"the tests changed the checkout (a test must write only in its tmp_path): {', '.join(changed[:20])}",
+            red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 @pytest.hookimpl(trylast=True)  # after the durations table, next to the result line
 def pytest_terminal_summary(terminalreporter):
     """The claims index's counts (tests/test_claims_index.py), whenever its gate ran in this session."""

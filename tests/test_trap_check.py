@@ -1473,7 +1473,7 @@ def test_r7_08_trainer_train_true_is_a_resume_and_model_train_true_is_not():
     assert found(HF, {"t.py": code.format("")}) == []
 
 
-def test_r7_09_accepts_loss_kwargs_false_in_a_subclass_body_is_the_fix():
+def test_r7_09_accepts_loss_kwargs_false_in_a_subclass_body_is_the_fix(tmp_path):
     """class Classifier(BertForSequenceClassification): accepts_loss_kwargs = False; the Trainer reads it (proved
     here on the installed transformers) so no seqcls-loss-scaling."""
     from transformers import BertConfig, BertForSequenceClassification, Trainer, TrainingArguments
@@ -1483,7 +1483,7 @@ def test_r7_09_accepts_loss_kwargs_false_in_a_subclass_body_is_the_fix():
 
     model = Classifier(BertConfig(vocab_size=16, hidden_size=8, num_hidden_layers=1, num_attention_heads=1,
                                   intermediate_size=8))
-    args = TrainingArguments(output_dir="unused", gradient_accumulation_steps=4, use_cpu=True, report_to="none")
+    args = TrainingArguments(output_dir=str(tmp_path), gradient_accumulation_steps=4, use_cpu=True, report_to="none")
     assert Trainer(model=model, args=args).model_accepts_loss_kwargs is False
     code = ("from transformers import BertForSequenceClassification, Trainer, TrainingArguments\n"
             "class Classifier(BertForSequenceClassification):\n    accepts_loss_kwargs = {}\n"
