@@ -1081,6 +1081,35 @@ def test_r5_m2_a_loader_helper_s_shuffle_parameter_is_followed(tmp_path):
         assert project_found(CP, tmp_path, files, ["train.py"]) == set(), passed
 
 
+@pytest.mark.parametrize("copy", SKILLS)
+def test_seqcls_loss_scaling_starts_at_two_accumulation_steps_or_two_processes(copy, tmp_path):
+    """The loss is already 2x too large at gradient_accumulation_steps=2 (or 2 processes) and right at 1: the rule's
+    threshold sits exactly there, in the keyword, the launch flag and the process count (outside mutation round 3:
+    a threshold moved to 3 survived, every case used 4 or 8). Each skill's copy of the checker."""
+    checker = import_script(CHECKERS[copy])
+
+    def findings(files: dict[str, str], folder: Path) -> set:
+        folder.mkdir()
+        for name, text in files.items():
+            (folder / name).write_text(text)
+        found, broken = checker.check_sources({str(folder / name): text for name, text in files.items()}, HF, "cpu")
+        assert broken == [], broken
+        return {(finding.rule, Path(finding.path).name) for finding in found}
+
+    model = "model = AutoModelForSequenceClassification.from_pretrained('m')\nTrainer(model=model, args=a)\n"
+    keyword = model + "TrainingArguments(output_dir='o', gradient_accumulation_steps={})\n"
+    assert findings({"t.py": keyword.format(2)}, tmp_path / "2") == {("seqcls-loss-scaling", "t.py")}
+    assert findings({"t.py": keyword.format(1)}, tmp_path / "1") == set()
+    for case, (launch, expected) in enumerate((
+            ("torchrun --nproc_per_node 1 train.py --gradient_accumulation_steps 2", True),
+            ("torchrun --nproc_per_node 1 train.py --gradient_accumulation_steps 1", False),
+            ("torchrun --nproc_per_node 2 train.py --gradient_accumulation_steps 1", True),
+            ("torchrun --nproc_per_node 1 train.py", False))):
+        files = {"train.py": model, "run.sh": launch + "\n"}
+        assert findings(files, tmp_path / f"launch{case}") == \
+            ({("seqcls-loss-scaling", "run.sh")} if expected else set()), launch
+
+
 def test_r5_m3_dataclass_and_argparse_defaults_are_followed():
     model = "model = AutoModelForSequenceClassification.from_pretrained('m')\n"
     dataclass = model + "@dataclass\nclass Cfg:\n    grad_accum: int = {}\ncfg = Cfg()\n" \
