@@ -41,9 +41,9 @@ def top_level_code(path: Path) -> dict[str, list[str]]:
 def test_the_source_holds_the_shared_modules():
     assert {"smoke_contract.py", "trap_check.py", "_trap_rules.py", "_trap_families.py", "_trap_report.py",
             "_trap_launch.py", "_trap_module.py", "_trap_values.py", "_trap_hf_arguments.py", "_trap_hf_removed.py",
-            "_trap_hf_best_model.py", "_trap_hf_distributed.py", "_trap_hf_tasks.py", "_trap_hf_offline.py",
-            "_trap_hf_resume.py", "_trap_composer.py", "_trap_fix.py", "_trap_fix_renames.py", "_trap_fix_shell.py",
-            "_env_doctor.py", "_distributed_launch.py", "_tensors.py"} <= set(SHARED), SHARED
+            "_trap_hf_imports.py", "_trap_hf_best_model.py", "_trap_hf_distributed.py", "_trap_hf_tasks.py",
+            "_trap_hf_offline.py", "_trap_hf_resume.py", "_trap_composer.py", "_trap_fix.py", "_trap_fix_renames.py",
+            "_trap_fix_shell.py", "_env_doctor.py", "_distributed_launch.py", "_tensors.py"} <= set(SHARED), SHARED
     assert not [name for name in SHARED if HEADER.search((SOURCE / name).read_bytes())], \
         "a PEP 723 header is per skill: the sync writes it into the copies, never into skill_common/"
 

@@ -41,7 +41,7 @@ CODES = {
     "TF025": "perplexity-exp-eval-loss", "TF026": "load-dataset-online", "TF027": "resume-true-unconditional",
     "TF028": "resume-unchecked-checkpoint", "TF029": "generate-max-length", "TF030": "seq2seq-plain-trainer",
     "TF031": "removed-legacy-argument", "TF032": "removed-argument-read", "TF033": "trainer-self-tokenizer",
-    "TF034": "arguments-subclass-removed-field",
+    "TF034": "arguments-subclass-removed-field", "TF035": "removed-import",
     "CP001": "positional-trainer", "CP002": "duration-unit", "CP003": "tok-uncounted", "CP004": "changed-head-load",
     "CP005": "autoresume-no-run-name", "CP006": "autoresume-shared-folder", "CP007": "save-overwrite",
     "CP008": "gpu-only-setting-on-cpu", "CP009": "no-optimizer", "CP010": "shuffle-resume",
@@ -272,6 +272,68 @@ def test_the_legacy_arguments_are_not_arguments_of_the_installed_training_argume
                                           "--sharded_ddp on the command line"}
 
 
+IMPORT_PROBE = """
+import importlib, json, re, sys
+
+def attempt(dotted):
+    \"\"\"How ``a.b.C`` fails as code meets it (import a.b.C, or from a.b import C): the exception's type name, or
+    None when it imports.\"\"\"
+    try:
+        importlib.import_module(dotted)
+        return None
+    except ModuleNotFoundError as exc:
+        if exc.name != dotted:
+            return "ModuleNotFoundError"
+    except ImportError:
+        return "ImportError"
+    parent, _, name = dotted.rpartition(".")
+    error = attempt(parent) if parent else "ModuleNotFoundError"
+    return error or (None if hasattr(importlib.import_module(parent), name) else "AttributeError")
+
+removed, replacements, family = json.loads(sys.argv[1])
+import transformers
+public = [name for name in dir(transformers) if re.match(family, "transformers." + name)]
+print(json.dumps({"removed": {name: attempt(name) for name in removed},
+                  "replacements": {name: attempt(name) for name in replacements},
+                  "family": public, "names": len(dir(transformers))}))
+"""
+
+
+def test_every_removed_import_fails_and_every_replacement_imports(tmp_path):
+    """removed-import's list (issue #25) on the installed packages: each old name fails as the code would meet it
+    (ModuleNotFoundError, ImportError or AttributeError) and each replacement imports; no name of the installed
+    transformers root falls in the TF*/Flax* family. A subprocess: transformers is not imported here."""
+    from support.harness import run_python
+
+    imports = sys.modules["transformers_training__trap_hf_imports"]
+    removed = sorted(imports.REMOVED_IMPORTS)
+    replacements = sorted({new for new, _ in imports.REMOVED_IMPORTS.values() if new})
+    samples = ["transformers.TFAutoModelForSequenceClassification", "transformers.TFTrainer",
+               "transformers.TFTrainingArguments", "transformers.FlaxAutoModelForCausalLM"]
+    assert all(imports.removed(name) for name in samples)
+    given = json.dumps([removed + samples, replacements, imports.REMOVED_FAMILY.pattern])
+    result = run_python(["-c", IMPORT_PROBE, given], tmp_path, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    probed = json.loads(result.stdout.strip().splitlines()[-1])
+    assert {name: error for name, error in probed["removed"].items() if error not in (
+        "ModuleNotFoundError", "ImportError", "AttributeError")} == {}, "listed as removed, yet it imports"
+    assert {name: error for name, error in probed["replacements"].items() if error} == {}, "a replacement fails"
+    assert probed["family"] == [] and probed["names"] > 1000, probed["family"]
+
+
+def test_the_removed_import_section_lists_every_entry_and_its_replacement():
+    """The section removed-import links to names each removed name and each replacement, as the checker's notes do."""
+    imports = sys.modules["transformers_training__trap_hf_imports"]
+    text = (SKILLS_DIR / HF / "references" / "trap-check.md").read_text()
+    section = text.split("## Imports 5.x removed", 1)[1].split("\n## ", 1)[0]
+    cells = set(re.findall(r"`([^`]+)`", section))
+    missing = [name for name in imports.REMOVED_IMPORTS if name not in cells]
+    assert missing == [], missing
+    for old, (new, _how) in imports.REMOVED_IMPORTS.items():
+        row = next(line for line in section.splitlines() if f"`{old}`" in line)
+        assert not new or new.rsplit(".", 1)[-1] in row, (old, new)
+
+
 # ---------------------------------------------------------------- the checker's shape: a newcomer changes one family
 
 TRAP_FILES = sorted([REPO / "skill_common" / "trap_check.py", *(REPO / "skill_common").glob("_trap_*.py")])
@@ -280,9 +342,11 @@ HOME = {rule.id: Path(family.__file__).name for family in FAMILIES for rule in f
 PASSING_ON = {"_trap_families.py"}  # runs the families: every Transformers finding passes through its `yield from`
 
 
-def rule_ids_named(path: Path) -> set[str]:
+def rule_ids_named(path: Path, literal_anywhere: frozenset = frozenset()) -> set[str]:
     """The rule ids a module's code names (its own RULES entries left out): a string constant that is an id, or a
-    yielded finding's f-string that formats into ids (f"removed-{name}"). A finding is made by naming its rule."""
+    yielded finding's f-string that formats into ids (f"removed-{name}"). A finding is made by naming its rule. An
+    id some checker module names whole (``literal_anywhere``) is not one an f-string names: f"removed-{name}" formats
+    into removed-evaluation_strategy, not into removed-import."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     table = [node for node in tree.body if isinstance(node, ast.Assign) and
              any(isinstance(target, ast.Name) and target.id == "RULES" for target in node.targets)]
@@ -297,7 +361,7 @@ def rule_ids_named(path: Path) -> set[str]:
                 isinstance(node.value.elts[0], ast.JoinedStr):
             pattern = "".join(re.escape(part.value) if isinstance(part, ast.Constant) else ".+"
                               for part in node.value.elts[0].values)
-            named |= {rule for rule in HOME if re.fullmatch(pattern, rule)}
+            named |= {rule for rule in HOME.keys() - literal_anywhere if re.fullmatch(pattern, rule)}
     return named
 
 
@@ -309,9 +373,10 @@ def test_no_file_of_the_checker_is_longer_than_a_newcomer_reads_in_one_sitting()
 def test_each_rule_is_defined_in_the_one_module_that_names_it_in_code():
     """A family module's code names exactly the rules its table holds; no other module of the checker names one."""
     assert {rule.id for rule in RULES} == set(HOME) and len(RULES) == len(HOME)  # each rule in one family only
+    literal = frozenset(rule for path in TRAP_FILES for rule in rule_ids_named(path, frozenset(HOME)))
     for path in TRAP_FILES:
         own = {rule for rule, home in HOME.items() if home == path.name}
-        assert rule_ids_named(path) == own, path.name
+        assert rule_ids_named(path, literal) == own, path.name
 
 
 def test_each_finding_is_made_in_the_module_that_defines_its_rule(tmp_path):

@@ -33,9 +33,9 @@ the bundle root, copied into each skill's scripts/ folder (`make sync`; the suit
 this file (reading the files and linking a project), a module read with ast (_trap_module) and the values it gives
 (_trap_values), launch commands (_trap_launch), training arguments as the Transformers rules read them
 (_trap_hf_arguments), the Rule entry (_trap_rules) and the reporting (_trap_report). The rules: one module per rule
-family, each rule's table entry and examples next to the code that finds it (_trap_hf_removed, _trap_hf_best_model,
-_trap_hf_distributed, _trap_hf_tasks, _trap_hf_offline, _trap_hf_resume, _trap_composer), listed once in
-_trap_families, which assembles the table and runs the Transformers families. --fix is _trap_fix's (with
+family, each rule's table entry and examples next to the code that finds it (_trap_hf_removed, _trap_hf_imports,
+_trap_hf_best_model, _trap_hf_distributed, _trap_hf_tasks, _trap_hf_offline, _trap_hf_resume, _trap_composer), listed
+once in _trap_families, which assembles the table and runs the Transformers families. --fix is _trap_fix's (with
 _trap_fix_renames and _trap_fix_shell). Each copy runs the rules of the skill it sits in, read from that skill's
 SKILL.md.
 """

@@ -8,6 +8,7 @@ from skill_common/ into every skill's scripts/ folder).
 import _trap_composer
 import _trap_hf_best_model
 import _trap_hf_distributed
+import _trap_hf_imports
 import _trap_hf_offline
 import _trap_hf_removed
 import _trap_hf_resume
@@ -15,6 +16,7 @@ import _trap_hf_tasks
 from _trap_hf_arguments import argument_defaults, training_arguments
 from _trap_hf_best_model import best_model_findings, launched_best_findings
 from _trap_hf_distributed import accelerate_cpu_findings, sequence_classification_findings
+from _trap_hf_imports import removed_import_findings
 from _trap_hf_offline import evaluate_findings, load_dataset_findings
 from _trap_hf_removed import (default_optim_findings, removed_argument_findings, removed_field_findings,
                               removed_flag_findings, trainer_tokenizer_findings)
@@ -23,8 +25,8 @@ from _trap_hf_tasks import causal_lm_findings, seq2seq_findings, token_label_fin
 from _trap_launch import Launch
 from _trap_module import Module, at
 
-FAMILIES = (_trap_hf_removed, _trap_hf_distributed, _trap_hf_tasks, _trap_hf_offline, _trap_hf_best_model,
-            _trap_hf_resume, _trap_composer)
+FAMILIES = (_trap_hf_removed, _trap_hf_imports, _trap_hf_distributed, _trap_hf_tasks, _trap_hf_offline,
+            _trap_hf_best_model, _trap_hf_resume, _trap_composer)
 RULES = sorted((rule for family in FAMILIES for rule in family.RULES), key=lambda rule: rule.code)
 RULE_IDS = {rule.id for rule in RULES}
 
@@ -42,7 +44,8 @@ def imported_findings(module: Module):
     their own file and line. A given module is checked on its own."""
     for part in module.project[1:]:
         if part.found_nearby:
-            for rule, line, note in [*argument_findings(part, training_arguments(part)), *evaluate_findings(part)]:
+            for rule, line, note in [*argument_findings(part, training_arguments(part)), *evaluate_findings(part),
+                                     *removed_import_findings(part)]:
                 yield rule, at(module, part, line), note
 
 
@@ -58,6 +61,7 @@ def transformers_findings(module: Module, launches: list[Launch]):
     defaults = argument_defaults(module)
     yield from default_optim_findings(module, defaults)
     yield from imported_findings(module)
+    yield from removed_import_findings(module)
     for launch in launches:
         yield from removed_flag_findings(launch)
         yield from launched_best_findings(module, launch)
