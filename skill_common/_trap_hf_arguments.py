@@ -154,6 +154,10 @@ def trainer_calls(module: Module) -> list[ast.Call]:
         if len(values) == 1 and isinstance(values[0], ast.IfExp) and any(
                 module.qualname(branch).endswith("Trainer") for branch in (values[0].body, values[0].orelse)):
             calls += module.calls_named(name)
+    for call in module.calls_named("partial"):  # functools.partial(Trainer, tokenizer=tok): the call it makes later
+        if call.args and module.qualname(call.args[0]).endswith("Trainer"):
+            calls.append(ast.Call(call.args[0], call.args[1:], call.keywords, lineno=call.lineno,
+                                  col_offset=call.col_offset))
     return calls
 
 

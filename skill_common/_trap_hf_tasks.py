@@ -7,6 +7,7 @@ folder).
 import ast
 import re
 
+from _trap_hf_arguments import holds_arguments
 from _trap_launch import Launch
 from _trap_module import CAUSAL_LM, MASKED_LM, SEQ2SEQ, Module, at, is_true, line_of
 from _trap_rules import ERROR, PREFLIGHT, TABLE, TF, WARNING, Rule
@@ -267,6 +268,7 @@ def seq2seq_findings(module: Module, training: list, launches: list[Launch]):
                 launch.flag("generation_max_length") is None and launch.flag("generation_config") is None and \
                 not {"generation_max_length", "generation_config"} & runs.project_words:
             yield "generate-max-length", launch, "--predict_with_generate on the command line"
+    yield from generate_set_findings(module)
     if not any(isinstance(call.func, ast.Attribute) and call.func.attr == "predict" for call in module.calls):
         return
     for call in module.calls_named("Trainer"):
@@ -274,3 +276,23 @@ def seq2seq_findings(module: Module, training: list, launches: list[Launch]):
         if model is not None and not module.qualname(call.func).startswith("composer") and any(
                 SEQ2SEQ.search(module.qualname(sub)) for sub in ast.walk(model) if isinstance(sub, ast.Attribute)):
             yield "seq2seq-plain-trainer", call.lineno, ""
+
+
+def generate_set_findings(module: Module):
+    """`training_args.predict_with_generate = True` on arguments the code builds, or parses from the command lines of
+    the launches read here that run it, with the length nowhere: in the project, nor a flag of those launches. Parsed
+    arguments that no launch read here runs may get --generation_max_length from a command line not seen: nothing
+    is said."""
+    if {"generation_max_length", "generation_config"} & module.project_words:
+        return
+    for node in module.nodes:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+        if not isinstance(target, ast.Attribute) or target.attr != "predict_with_generate" or \
+                not is_true(module.const(node.value)) or not holds_arguments(module, target.value):
+            continue
+        built = module.resolve(target.value)
+        flags = {token.split("=", 1)[0].lstrip("-").replace("-", "_") for args in module.launched_with
+                 for token in args}
+        if isinstance(built, ast.Call) and module.kwargs(built)[1] or (
+                module.launched_with and not {"generation_max_length", "generation_config"} & flags):
+            yield "generate-max-length", node.lineno, f"{target.value.id}.predict_with_generate = True"

@@ -9,8 +9,8 @@ import os
 import re
 from collections import Counter
 
-from _trap_launch import Launch, WRAPPERS, launcher_name, launches_in_shell, parse_launch
-from _trap_values import Values
+from _trap_launch import Launch, UNKNOWN, WRAPPERS, launcher_name, launches_in_shell, parse_launch
+from _trap_values import Values, plain
 
 
 PROSE_KEYWORDS = ("help", "epilog", "description", "usage", "prog")
@@ -319,11 +319,16 @@ class Module(Values):
     def _read_launch_strings(self) -> None:
         seen: set[int] = set()
         for node in self.nodes:
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 4000 and \
-                    id(node) not in self._prose:
-                first = node.value.lstrip().split(" ", 1)[0]
-                if launcher_name(first) or first in WRAPPERS or "\n" in node.value:
-                    for launch in launches_in_shell(node.value, self.path, node.lineno):
+            text = self.command_text(node) if isinstance(node, (ast.JoinedStr, ast.BinOp)) and id(node) not in seen \
+                and not isinstance(self.parent.get(id(node)), (ast.JoinedStr, ast.BinOp)) else None
+            if text is not None:  # f"torchrun --nproc_per_node {n} " + "train.py ...": read whole, never in parts
+                seen.update(id(sub) for sub in ast.walk(node))
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in seen:
+                text = node.value
+            if text is not None and len(text) < 4000 and id(node) not in self._prose:
+                first = text.lstrip().split(" ", 1)[0]
+                if launcher_name(first) or first in WRAPPERS or "\n" in text:
+                    for launch in launches_in_shell(text, self.path, node.lineno):
                         if launch.launcher != "python" or launch.args:
                             self.launches.append(launch)
             elif isinstance(node, (ast.List, ast.Tuple, ast.BinOp)):
@@ -340,6 +345,30 @@ class Module(Values):
                     launch = parse_launch(words, self.path, node.lineno, {})
                     if launch:
                         self.launches.append(launch)
+
+    def command_text(self, node: ast.AST) -> str | None:
+        """The text of a command written as an f-string or strings added together (`f"torchrun --nproc_per_node {n}
+        " + "train.py"`), a value not known here written "$?" (unknown to the launch, as a shell variable is); None
+        for any other expression. The chain of + is walked without recursion: 2,000 terms nest as deep."""
+        if not isinstance(node, ast.JoinedStr) and not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add)):
+            return None
+        parts, stack = [], [node]
+        while stack:
+            part = stack.pop()
+            if isinstance(part, ast.BinOp) and isinstance(part.op, ast.Add):
+                stack += [part.right, part.left]
+            elif isinstance(part, ast.JoinedStr):
+                stack += reversed(part.values)
+            elif isinstance(part, ast.FormattedValue):
+                value = self.const(part.value) if part.format_spec is None and part.conversion == -1 else UNKNOWN
+                parts.append(str(value) if plain(value) else "$?")
+            elif isinstance(self.const(part), str):
+                parts.append(self.const(part))
+            else:
+                return None
+            if len(parts) > 100:
+                return None
+        return "".join(parts)
 
     def argv_growth(self, node: ast.AST) -> list[ast.AST]:
         """What a list assigned to a name gets later in the module: `cmd += [...]`, `cmd.append(x)`,

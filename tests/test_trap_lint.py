@@ -42,6 +42,7 @@ CODES = {
     "TF028": "resume-unchecked-checkpoint", "TF029": "generate-max-length", "TF030": "seq2seq-plain-trainer",
     "TF031": "removed-legacy-argument", "TF032": "removed-argument-read", "TF033": "trainer-self-tokenizer",
     "TF034": "arguments-subclass-removed-field", "TF035": "removed-import",
+    "TF036": "removed-field-set",
     "CP001": "positional-trainer", "CP002": "duration-unit", "CP003": "tok-uncounted", "CP004": "changed-head-load",
     "CP005": "autoresume-no-run-name", "CP006": "autoresume-shared-folder", "CP007": "save-overwrite",
     "CP008": "gpu-only-setting-on-cpu", "CP009": "no-optimizer", "CP010": "shuffle-resume",

@@ -11,9 +11,18 @@ from pathlib import Path
 import pytest
 
 from support.harness import SKILLS_DIR, import_script
+from support.manifest import SKILLS
 
 HF = "transformers-training"
-TC = import_script(SKILLS_DIR / HF / "scripts" / "trap_check.py")
+COPIES = {skill: import_script(SKILLS_DIR / skill / "scripts" / "trap_check.py") for skill in SKILLS}
+TC = COPIES[HF]
+
+
+@pytest.fixture(autouse=True, params=sorted(COPIES))
+def copy(request, monkeypatch):
+    """Every test runs on each skill's copy of the checker (the mutation drill breaks one copy at a time)."""
+    monkeypatch.setitem(globals(), "TC", COPIES[request.param])
+    return request.param
 
 
 def findings(sources: dict[str, str]) -> list:
@@ -90,3 +99,134 @@ def test_a_package_of_the_project_s_own_is_not_the_library(tmp_path):
              "train.py": "from datasets import load_metric\nimport helpers\n",
              "helpers.py": "\nfrom transformers import AdamW\n"}
     assert project(tmp_path, files, ["train.py"]) == {("removed-import", "helpers.py", 2)}
+
+
+# ---------------------------------------------------------------- recall misses of the existing rules
+
+def test_a_trainer_made_through_functools_partial_with_tokenizer():
+    """partial(Trainer, tokenizer=tok) calls Trainer(tokenizer=...) later: the TypeError of trainer-tokenizer."""
+    code = "import functools\nfrom transformers import {cls}\nmake = functools.partial({cls}, {kw}=tok)\n"
+    assert rules(code.format(cls="Trainer", kw="tokenizer")) == {"trainer-tokenizer"}
+    assert rules(code.format(cls="Seq2SeqTrainer", kw="tokenizer").replace("functools.partial", "partial")
+                 .replace("import functools", "from functools import partial")) == {"trainer-tokenizer"}
+    assert rules(code.format(cls="Trainer", kw="processing_class")) == set()
+    assert rules(code.format(cls="DataCollatorWithPadding", kw="tokenizer")) == set()  # not a Trainer
+
+
+def test_evaluate_load_bound_by_a_fallback_import_is_the_hub_load():
+    """`from evaluate import load as load_metric` first, datasets' load_metric as the fallback 4.x code needs: on
+    5.x the first runs, so load_metric("accuracy") is evaluate.load("accuracy")."""
+    code = ("try:\n    from evaluate import load as load_metric\nexcept ImportError:\n"
+            "    from datasets import load_metric\nmetric = load_metric({})\n")
+    assert rules(code.format("'accuracy'")) == {"evaluate-hub-load"}
+    assert rules(code.format("'assets/accuracy_metric.py'")) == set()
+
+
+def test_predict_with_generate_set_on_the_arguments():
+    """`args.predict_with_generate = True` without a generation length anywhere: generate-max-length, for built
+    arguments, and for parsed ones when every launch read here leaves --generation_max_length out."""
+    built = "from transformers import Seq2SeqTrainingArguments\nargs = Seq2SeqTrainingArguments(output_dir='o')\n" \
+            "args.predict_with_generate = True\n"
+    assert rules(built) == {"generate-max-length"}
+    assert rules(built + "args.generation_max_length = 64\n") == set()
+    assert rules(built.replace("predict_with_generate = True", "predict_with_generate = False")) == set()
+    parsed = ("from transformers import HfArgumentParser, Seq2SeqTrainingArguments\n"
+              "model_args, training_args = HfArgumentParser((M, Seq2SeqTrainingArguments))"
+              ".parse_args_into_dataclasses()\ntraining_args.predict_with_generate = True\n")
+    assert rules(parsed) == set()  # no launch read: the length may come on a command line not seen
+
+
+def test_predict_with_generate_set_on_parsed_arguments_of_a_launch_read_here(tmp_path):
+    parsed = ("from transformers import HfArgumentParser, Seq2SeqTrainingArguments\n"
+              "model_args, training_args = HfArgumentParser((M, Seq2SeqTrainingArguments))"
+              ".parse_args_into_dataclasses()\ntraining_args.predict_with_generate = True\n")
+    files = {"train.py": parsed, "run.sh": "python train.py --output_dir o\n"}
+    assert project(tmp_path / "a", files, ["train.py", "run.sh"]) == {("generate-max-length", "train.py", 3)}
+    files["run.sh"] = "python train.py --output_dir o --generation_max_length 128\n"
+    assert project(tmp_path / "b", files, ["train.py", "run.sh"]) == set()
+
+
+def test_a_removed_field_set_on_the_arguments_is_silently_ignored():
+    """`training_args.evaluation_strategy = "steps"` after parsing: 5.x raises nothing and never reads it
+    (measured in test_setting_a_removed_field_raises_nothing_and_changes_nothing). Not a field the project reads
+    back itself, nor a field the project's subclass declares, nor overwrite_output_dir (no Trainer ever read it)."""
+    parsed = ("from transformers import HfArgumentParser, TrainingArguments\n"
+              "model_args, training_args = HfArgumentParser((M, TrainingArguments)).parse_args_into_dataclasses()\n"
+              "training_args.{} = {}\n")
+    found = findings({"t.py": parsed.format("evaluation_strategy", "'steps'")})
+    assert [(f.rule, f.line) for f in found] == [("removed-field-set", 3)] and 'eval_strategy="steps"' in found[0].note
+    assert rules(parsed.format("eval_strategy", "'steps'")) == set()
+    assert rules(parsed.format("overwrite_output_dir", "True")) == set()
+    assert rules(parsed.format("warmup_ratio", "0.1") + "print(training_args.warmup_ratio)\n") == {
+        "removed-argument-read"}  # read back: the read raises nothing either, but the project uses its own value
+    assert rules(parsed.format("warmup_ratio", "0.1").replace("(M, TrainingArguments)", "(M, Opts)") +
+                 "from dataclasses import dataclass\n@dataclass\nclass Opts(TrainingArguments):\n"
+                 "    warmup_ratio: float = 0.0\n") == set()
+    assert rules("cfg = load()\ncfg.evaluation_strategy = 'steps'\n") == set()  # not training arguments
+
+
+def test_setting_a_removed_field_raises_nothing_and_changes_nothing(tmp_path):
+    """The fact removed-field-set rests on, on the installed transformers."""
+    from support.harness import run_python
+    code = ("from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', report_to=[])\n"
+            "args.evaluation_strategy = 'steps'\nargs.warmup_ratio = 0.5\n"
+            "print(args.eval_strategy.value, args.get_warmup_steps(100))\n")
+    result = run_python(["-c", code], tmp_path, timeout=300)
+    assert result.returncode == 0 and result.stdout.split()[-2:] == ["no", "0"], result.stderr[-2000:]
+
+
+def test_self_tokenizer_in_a_mixin_of_a_trainer_subclass(tmp_path):
+    """A mixin (no Trainer itself) whose methods read self.tokenizer, mixed into a Trainer subclass: the read
+    raises on the 5.x Trainer. Not when the mixin (or the subclass) gives itself a tokenizer, nor a mixin used only
+    by other classes."""
+    mixin = "class LoggingMixin:\n    def pad(self):\n        return self.tokenizer.pad_token_id\n"
+    trainer = "from transformers import Trainer\nclass MyTrainer(LoggingMixin, Trainer):\n    pass\n"
+    found = findings({"t.py": mixin + trainer})
+    assert [(f.rule, f.line) for f in found] == [("trainer-self-tokenizer", 3)] and "mixin LoggingMixin" in found[0].note
+    assert rules(mixin + trainer.replace("Trainer):", "Trainer):\n    def __init__(self, tokenizer):\n"
+                                         "        self.tokenizer = tokenizer\n")) == set()
+    assert rules(mixin + "class Logger(LoggingMixin):\n    pass\n") == set()
+    files = {"mixins.py": mixin, "train.py": "from mixins import LoggingMixin\n" + trainer}
+    assert project(tmp_path, files, ["train.py"]) == {("trainer-self-tokenizer", "mixins.py", 3)}
+
+
+@pytest.mark.parametrize("command", [
+    'cmd = f"torchrun --nproc_per_node {n} " + f"train.py --evaluation_strategy steps"\nos.system(cmd)\n',
+    'cmd = f"torchrun --nproc_per_node {n} train.py --evaluation_strategy {how}"\nsubprocess.run(cmd, shell=True)\n',
+    'cmd = "torchrun --nproc_per_node 2 " + "train.py " + f"--evaluation_strategy {how}"\nos.system(cmd)\n',
+])
+def test_a_launch_joined_from_f_strings_is_read_whole(command):
+    found = findings({"t.py": "import os, subprocess\n" + command})
+    assert [(f.rule, f.line) for f in found] == [("removed-evaluation_strategy", 2)], found
+
+
+@pytest.mark.parametrize("command", [
+    'cmd = f"torchrun --nproc_per_node {n} " + f"train.py --eval_strategy steps"\n',
+    'print(f"to evaluate, launch torchrun --nproc_per_node {n} train.py --evaluation_strategy steps")\n',
+    'cmd = f"torchrun --nproc_per_node {n} " + script + " --evaluation_strategy steps"\n',  # the script not known
+])
+def test_a_joined_string_that_is_no_such_launch_finds_nothing(command):
+    assert findings({"t.py": command}) == []
+
+
+def test_a_store_true_resume_flag_every_launch_passes_is_true(tmp_path):
+    """`--resume` (store_true) passed by every launch read here makes train(resume_from_checkpoint=args.resume)
+    train(resume_from_checkpoint=True): it raises on the first launch. Passed by some launches, by none, or with no
+    launch read here, its value is not known (or False): nothing is said."""
+    train = ("import argparse\nfrom transformers import Trainer, TrainingArguments\np = argparse.ArgumentParser()\n"
+             "p.add_argument('--resume', action='store_true')\nargs = p.parse_args()\n"
+             "trainer = Trainer(model=m, args=TrainingArguments(output_dir='o'))\n"
+             "trainer.train(resume_from_checkpoint=args.resume)\n")
+    cases = {"python train.py --resume\n": {("resume-true-unconditional", "train.py", 7)},
+             "python train.py\n": set(), "python train.py --resume\npython train.py\n": set()}
+    for index, (launch, expected) in enumerate(cases.items()):
+        assert project(tmp_path / str(index), {"train.py": train, "run.sh": launch}, ["train.py", "run.sh"]) == \
+            expected, launch
+    assert findings({"train.py": train}) == []
+
+
+def test_a_name_imported_from_a_removed_path_is_named_at_its_import_only():
+    """`from transformers.trainer_utils import EvaluationStrategy` raises at the import; a later
+    `EvaluationStrategy.NO` never runs, so it is no second finding (seen at NOrangeeroli/story_dataset)."""
+    code = "from transformers.trainer_utils import EvaluationStrategy\nif s != EvaluationStrategy.NO:\n    pass\n"
+    assert [(f.rule, f.line) for f in findings({"t.py": code})] == [("removed-import", 1)]

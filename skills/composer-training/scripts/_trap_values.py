@@ -137,6 +137,9 @@ class Values:
                             long[0][2:].replace("-", "_") if long else None
                         self._arguments.setdefault((call.func.value.id, dest), []).append((flags, kw))
             given = self._arguments.get((function.value.id, attribute), [])
+            switch = self.const(given[0][1].get("action")) if len(given) == 1 else None
+            if switch in ("store_true", "store_false") and "default" not in given[0][1] and self.launched_with:
+                return self.launched_switch(given[0][0], switch == "store_true")
             if len(given) != 1 or "default" not in given[0][1] or "action" in given[0][1] or \
                     self.const(given[0][1].get("required")) is True:
                 return UNKNOWN
@@ -155,6 +158,16 @@ class Values:
             if keyword.arg == attribute:
                 return self.const(keyword.value, depth + 1)
         return self.class_attribute(definition, function.id, attribute, depth)
+
+    def launched_switch(self, flags: list, given: bool):
+        """What a store_true (``given`` True) or store_false flag holds when the launches given here run this module:
+        the same on every launch (written out, `--resume`, on each, or on none), else UNKNOWN."""
+        names = [flag for flag in flags if isinstance(flag, str) and flag.startswith("-")]
+        present = {any(token in names for token in args) for args in self.launched_with}
+        if len(present) != 1 or any(token.startswith("-") and "$" in token for args in self.launched_with
+                                    for token in args):
+            return UNKNOWN
+        return given if present.pop() else not given
 
     def launched_value(self, flags: list, kw: dict, default, others: list[str]):
         """What an argparse flag holds when the launches given here run this module: the one value every launch

@@ -128,6 +128,10 @@ def removed_import_findings(module: Module):
     (`datasets.load_metric(...)`); a package the project has of its own (a datasets/ folder next to the script) is
     not the library."""
     own = {line for line, _ in module.imported}
+    # a read through `import transformers` (transformers.AdamW(...)); `from x import EvaluationStrategy` is named at
+    # its import, which raises before any read of it
+    packages = {alias.asname or alias.name.split(".")[0] for node in module.nodes if isinstance(node, ast.Import)
+                for alias in node.names}
     stored = {module.qualname(node) for node in module.nodes
               if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)}  # transformers.AdamW = ... shim
     for node in module.nodes:
@@ -141,7 +145,7 @@ def removed_import_findings(module: Module):
             root = node
             while isinstance(root, ast.Attribute):
                 root = root.value
-            if isinstance(root, ast.Name) and root.id in module.imports and root.id not in module.linked and \
+            if isinstance(root, ast.Name) and root.id in packages and root.id not in module.linked and \
                     root.id not in module.assigned:  # `datasets = load_dataset(...)` is no longer the package
                 names = [module.qualname(node)]
         found = {entry[0]: entry for entry in map(removed, names) if entry is not None and entry[0] not in stored}

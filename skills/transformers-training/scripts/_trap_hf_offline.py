@@ -50,8 +50,15 @@ def local_file(path: Path) -> bool:
 
 
 def evaluate_findings(module: Module):
+    # a name any import binds to evaluate.load, also where a fallback import binds it again (`try: from evaluate
+    # import load as load_metric`, `except ImportError: from datasets import load_metric`): the first one runs
+    bound = {alias.asname or alias.name: f"evaluate.{alias.name}" for node in module.nodes
+             if isinstance(node, ast.ImportFrom) and node.module == "evaluate" and not node.level
+             for alias in node.names if alias.name in ("load", "combine")}
     for call in module.calls:
         function = module.qualname(call.func)
+        if isinstance(call.func, ast.Name) and call.func.id in bound and not module.assigned.get(call.func.id):
+            function = bound[call.func.id]
         if function not in ("evaluate.load", "evaluate.combine"):
             continue
         kw, _ = module.kwargs(call)

@@ -1,7 +1,7 @@
 """The Transformers rules on what 5.x removed: TrainingArguments' removed arguments (as keywords, dict keys or
-HfArgumentParser flags), the long tail of 4.x arguments, optim="adamw_hf", Trainer(tokenizer=), a removed field read
-from the arguments or redeclared by a subclass, and self.tokenizer in a Trainer subclass. REMOVED_ARGUMENTS and
-LEGACY_ARGUMENTS are also read by the --fix tests. A module of trap_check.py (synced from skill_common/ into every
+HfArgumentParser flags), the long tail of 4.x arguments, optim="adamw_hf", Trainer(tokenizer=) (functools.partial
+too), a removed field read from the arguments, set on them or redeclared by a subclass, and self.tokenizer in a
+Trainer subclass or its mixins. REMOVED_ARGUMENTS and LEGACY_ARGUMENTS are also read by the --fix tests. A module of trap_check.py (synced from skill_common/ into every
 skill's scripts/ folder).
 """
 
@@ -10,7 +10,7 @@ import ast
 from _trap_hf_arguments import (ARGUMENT_CLASSES, builds_arguments, class_fields, hf_flags, library_trainer,
                                 trainer_calls, trl_trainer)
 from _trap_launch import UNKNOWN, Launch
-from _trap_module import Module, own_nodes
+from _trap_module import Module, at, own_nodes
 from _trap_rules import ARGS, ERROR, TABLE, TF, Rule
 from _trap_values import called_name
 
@@ -84,6 +84,15 @@ RULES = [
                         "class Args(TrainingArguments):\n    warmup_ratio: float = 0.03\n"},
          clean={"t.py": "from dataclasses import dataclass\nfrom transformers import TrainingArguments\n@dataclass\n"
                         "class Args(TrainingArguments):\n    warmup_steps: float = 0.03\n"}),
+    Rule("TF036", "removed-field-set", TF, ERROR,
+         "a field 5.x TrainingArguments removed (the note names it) set on built or parsed arguments "
+         "(training_args.evaluation_strategy = \"steps\"): 5.x raises nothing and never reads it, so the training "
+         "silently runs without it (no evaluation, no warmup).",
+         "set the 5.x field the note names (eval_strategy, use_cpu, warmup_steps, train_sampling_strategy)",
+         "references/trap-check.md#removed-fields-set-on-the-arguments",
+         why="silently wrong training (the setting is ignored)",
+         trips={"t.py": 'args = TrainingArguments(output_dir="o")\nargs.evaluation_strategy = "steps"\n'},
+         clean={"t.py": 'args = TrainingArguments(output_dir="o")\nargs.eval_strategy = "steps"\n'}),
     Rule("TF011", "trainer-tokenizer", TF, ERROR,
          "Trainer(tokenizer=...) was removed in 5.x: Trainer raises TypeError.",
          "Trainer(processing_class=tokenizer)", TABLE,
@@ -212,7 +221,8 @@ def held_classes(module: Module, read: ast.Name) -> list[str] | None:
 
 
 def removed_field_findings(module: Module):
-    """removed-argument-read, arguments-subclass-removed-field and trainer-self-tokenizer of the module itself."""
+    """removed-argument-read, removed-field-set, arguments-subclass-removed-field and trainer-self-tokenizer of the
+    module itself."""
     read_here = {node.attr for part in module.project for node in part.nodes
                  if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)}
     # a module that asks whether the field is there (hasattr(args, "x"), getattr(args, "x", None)) handles 5.x,
@@ -227,6 +237,16 @@ def removed_field_findings(module: Module):
             fields = [arguments_fields(module, short) for short in classes or []]
             if classes and all(declared is not None and node.attr not in declared for declared in fields):
                 yield "removed-argument-read", node.lineno, f"{node.value.id}.{node.attr}"
+    for node in module.nodes:  # training_args.evaluation_strategy = "steps": an attribute 5.x never reads
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        for target in targets:
+            if isinstance(target, ast.Attribute) and target.attr in IGNORED_FIELDS and \
+                    target.attr not in read_here and isinstance(target.value, ast.Name):
+                classes = held_classes(module, target.value)  # every binding of it: training arguments
+                if classes and all(declared is not None and target.attr not in declared
+                       for declared in (arguments_fields(module, short) for short in classes)):
+                    yield "removed-field-set", node.lineno, \
+                        f"{target.value.id}.{target.attr}; 5.x: {IGNORED_FIELDS[target.attr]}"
     flags = {token.split("=", 1)[0].lstrip("-").replace("-", "_") for args in module.launched_with for token in args}
     for name, definitions in module.classes.items():
         if arguments_fields(module, name) is None:
@@ -286,11 +306,29 @@ def gives_tokenizer(module: Module, name: str, seen: set[str]) -> bool:
     return False
 
 
+def mixins(module: Module, name: str, seen: set[str]):
+    """(module, definition) per project class a Trainer subclass mixes in that is no Trainer itself (`class
+    MyTrainer(LoggingMixin, Trainer)`), through the project bases of those mixins too."""
+    for part in module.project:
+        for definition in part.classes.get(name, []):
+            for base in definition.bases:
+                short = part.qualname(base).rsplit(".", 1)[-1]
+                if short in part.project_classes and short not in seen and not transformers_trainer(part, short,
+                                                                                                      {short}):
+                    seen.add(short)
+                    yield from ((home, mixin) for home in module.project for mixin in home.classes.get(short, []))
+                    yield from mixins(module, short, seen)
+
+
 def self_tokenizer_findings(module: Module):
     for name, definitions in module.classes.items():
         if len(definitions) == 1 and transformers_trainer(module, name, {name}) and \
                 not gives_tokenizer(module, name, {name}):
-            for node in ast.walk(definitions[0]):
-                if isinstance(node, ast.Attribute) and node.attr == "tokenizer" and isinstance(node.ctx, ast.Load) \
-                        and isinstance(node.value, ast.Name) and node.value.id == "self":
-                    yield "trainer-self-tokenizer", node.lineno, f"{name}: self.tokenizer"
+            for part, definition in [(module, definitions[0]), *mixins(module, name, {name})]:
+                for node in ast.walk(definition):
+                    if isinstance(node, ast.Attribute) and node.attr == "tokenizer" and \
+                            isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name) and \
+                            node.value.id == "self":
+                        yield "trainer-self-tokenizer", at(module, part, node.lineno), \
+                            f"{name}: self.tokenizer" if part is module and definition is definitions[0] else \
+                            f"{name}: self.tokenizer in its mixin {definition.name}"
