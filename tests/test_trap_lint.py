@@ -78,6 +78,8 @@ def test_list_rules_shows_code_name_severity_what_and_section(skill, capsys, tmp
     assert code == 0 and len(out.splitlines()) == len(rules)
     for line, rule in zip(out.splitlines(), rules):
         assert line.split()[:3] == [rule.code, rule.id, rule.severity] and f"See: {rule.see}" in line, line
+    assert len({line.index(f" {rule.severity} ") for line, rule in zip(out.splitlines(), rules)}) == 1, \
+        "the severity column does not line up"
     code, out, _ = lint(skill, ["--list-rules", "--json"], capsys)
     table = json.loads(out)["checks"][0]["detail"]
     assert code == 0 and [(row["code"], row["name"], row["severity"]) for row in table] == \

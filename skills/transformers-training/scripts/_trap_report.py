@@ -109,6 +109,8 @@ def rule_table(skill: str) -> list[dict]:
 
 
 def rule_lines(skill: str) -> list[str]:
-    """--list-rules as text, a line per rule: code, name, severity, what goes wrong and the section to read."""
-    return [f"{rule.code}  {rule.id:<30} {rule.severity:<8} {rule.what} See: {rule.see}"
-            for rule in RULES if rule.skill == skill]
+    """--list-rules as text, a line per rule: code, name, severity, what goes wrong and the section to read; the
+    name column as wide as the longest name, so the severities line up."""
+    rules = [rule for rule in RULES if rule.skill == skill]
+    width = max(len(rule.id) for rule in rules)
+    return [f"{rule.code}  {rule.id:<{width}}  {rule.severity:<8} {rule.what} See: {rule.see}" for rule in rules]
