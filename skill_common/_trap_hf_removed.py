@@ -220,33 +220,49 @@ def held_classes(module: Module, read: ast.Name) -> list[str] | None:
     return classes if classes and all(classes) and stores == len(assigned) else None
 
 
+def attribute_reads(node: ast.AST) -> list[ast.Attribute]:
+    """The attribute a node reads: a load, or the target of `args.warmup_ratio += 0.1` (read first: on 5.x the
+    AttributeError of the read)."""
+    if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+        return [node]
+    return [node.target] if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Attribute) else []
+
+
+def attribute_sets(node: ast.AST) -> list[tuple[ast.Name, str, str]]:
+    """(holder, field, as written) per attribute of a name a statement sets: `args.x = v` (one target of several
+    too), `args.x: bool = v` (an annotated attribute is set as the plain one) and `setattr(args, "x", v)`."""
+    if isinstance(node, ast.Call) and called_name(node.func) == "setattr" and len(node.args) == 3 and \
+            isinstance(node.args[0], ast.Name) and isinstance(node.args[1], ast.Constant) and \
+            isinstance(node.args[1].value, str):
+        return [(node.args[0], node.args[1].value, f'setattr({node.args[0].id}, "{node.args[1].value}", ...)')]
+    targets = node.targets if isinstance(node, ast.Assign) else \
+        [node.target] if isinstance(node, ast.AnnAssign) and node.value is not None else []
+    return [(target.value, target.attr, f"{target.value.id}.{target.attr}") for target in targets
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)]
+
+
 def removed_field_findings(module: Module):
     """removed-argument-read, removed-field-set, arguments-subclass-removed-field and trainer-self-tokenizer of the
     module itself."""
-    read_here = {node.attr for part in module.project for node in part.nodes
-                 if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)}
+    read_here = {read.attr for part in module.project for node in part.nodes for read in attribute_reads(node)}
     # a module that asks whether the field is there (hasattr(args, "x"), getattr(args, "x", None)) handles 5.x,
     # where it is not: its reads are guarded, whichever branch they sit in
     asked = {node.args[1].value for node in module.nodes if isinstance(node, ast.Call) and
              called_name(node.func) in ("hasattr", "getattr") and len(node.args) >= 2 and
              isinstance(node.args[1], ast.Constant)}
-    for node in module.nodes:
-        if isinstance(node, ast.Attribute) and node.attr in REMOVED_FIELDS and isinstance(node.ctx, ast.Load) and \
-                isinstance(node.value, ast.Name) and node.attr not in asked:
+    for node in (read for node in module.nodes for read in attribute_reads(node)):
+        if node.attr in REMOVED_FIELDS and isinstance(node.value, ast.Name) and node.attr not in asked:
             classes = held_classes(module, node.value)
             fields = [arguments_fields(module, short) for short in classes or []]
             if classes and all(declared is not None and node.attr not in declared for declared in fields):
                 yield "removed-argument-read", node.lineno, f"{node.value.id}.{node.attr}"
     for node in module.nodes:  # training_args.evaluation_strategy = "steps": an attribute 5.x never reads
-        targets = node.targets if isinstance(node, ast.Assign) else []
-        for target in targets:
-            if isinstance(target, ast.Attribute) and target.attr in IGNORED_FIELDS and \
-                    target.attr not in read_here and isinstance(target.value, ast.Name):
-                classes = held_classes(module, target.value)  # every binding of it: training arguments
-                if classes and all(declared is not None and target.attr not in declared
+        for holder, field_name, written in attribute_sets(node):
+            if field_name in IGNORED_FIELDS and field_name not in read_here:
+                classes = held_classes(module, holder)  # every binding of it: training arguments
+                if classes and all(declared is not None and field_name not in declared
                        for declared in (arguments_fields(module, short) for short in classes)):
-                    yield "removed-field-set", node.lineno, \
-                        f"{target.value.id}.{target.attr}; 5.x: {IGNORED_FIELDS[target.attr]}"
+                    yield "removed-field-set", node.lineno, f"{written}; 5.x: {IGNORED_FIELDS[field_name]}"
     flags = {token.split("=", 1)[0].lstrip("-").replace("-", "_") for args in module.launched_with for token in args}
     for name, definitions in module.classes.items():
         if arguments_fields(module, name) is None:
@@ -320,15 +336,32 @@ def mixins(module: Module, name: str, seen: set[str]):
                     yield from mixins(module, short, seen)
 
 
+def asks_self_tokenizer(node: ast.AST) -> bool:
+    """hasattr(self, "tokenizer") or getattr(self, "tokenizer", <default>): a question that raises nothing on 5.x
+    (getattr without a default raises AttributeError as the read does)."""
+    return isinstance(node, ast.Call) and (called_name(node.func), len(node.args)) in (("hasattr", 2), ("getattr", 3)) \
+        and isinstance(node.args[0], ast.Name) and node.args[0].id == "self" and \
+        isinstance(node.args[1], ast.Constant) and node.args[1].value == "tokenizer"
+
+
+def guarded_methods(definition: ast.ClassDef) -> set[int]:
+    """The ids of the nodes in a class's methods that ask whether self has a tokenizer: their reads of it are
+    guarded (`if getattr(self, "tokenizer", None) is not None:`, an early return), whichever branch they sit in, as
+    removed-argument-read's hasattr/getattr."""
+    return {id(node) for method in definition.body if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and any(asks_self_tokenizer(call) for call in ast.walk(method)) for node in ast.walk(method)}
+
+
 def self_tokenizer_findings(module: Module):
     for name, definitions in module.classes.items():
         if len(definitions) == 1 and transformers_trainer(module, name, {name}) and \
                 not gives_tokenizer(module, name, {name}):
             for part, definition in [(module, definitions[0]), *mixins(module, name, {name})]:
+                guarded = guarded_methods(definition)
                 for node in ast.walk(definition):
                     if isinstance(node, ast.Attribute) and node.attr == "tokenizer" and \
                             isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name) and \
-                            node.value.id == "self":
+                            node.value.id == "self" and id(node) not in guarded:
                         yield "trainer-self-tokenizer", at(module, part, node.lineno), \
                             f"{name}: self.tokenizer" if part is module and definition is definitions[0] else \
                             f"{name}: self.tokenizer in its mixin {definition.name}"

@@ -155,6 +155,30 @@ def test_a_4x_script_using_every_rename_raises_and_trains_to_the_end_once_fixed(
     assert after.network_attempts == []
 
 
+PARTIAL_4X = """\
+import functools, sys
+sys.path.insert(0, {tests!r})
+from support.transformers_kit import tiny_classifier, word_tokenizer
+from transformers import Trainer, TrainingArguments
+make = functools.partial(Trainer, tokenizer=word_tokenizer(pad_token="[UNK]"))
+trainer = make(model=tiny_classifier(), args=TrainingArguments(output_dir=sys.argv[1], report_to="none"))
+print("built", type(trainer).__name__, type(trainer.processing_class).__name__)
+"""
+
+
+def test_a_partial_of_the_trainer_raises_and_builds_the_trainer_once_fixed(tmp_path):
+    """functools.partial(Trainer, tokenizer=tok) raises TypeError when it is called on 5.x; --fix renames its keyword
+    as the Trainer's own, and the partial called builds a Trainer with the tokenizer."""
+    script = tmp_path / "build.py"
+    script.write_text(PARTIAL_4X.format(tests=str(REPO / "tests")))
+    before = run_python([str(script), str(tmp_path / "out")], tmp_path / "before")
+    assert before.returncode != 0 and "unexpected keyword argument 'tokenizer'" in before.stderr, before.stderr[-2000:]
+    fix = run_python([str(CHECKER), "--fix", str(script)], tmp_path / "fix")
+    assert fix.returncode == 0 and "tokenizer= -> processing_class=" in fix.stderr, fix.stderr
+    after = run_python([str(script), str(tmp_path / "out")], tmp_path / "after")
+    assert after.returncode == 0 and "built Trainer" in after.stdout, after.stderr[-2000:]
+
+
 # ---------------------------------------------------------------- the rewriter, unit by unit
 
 REWRITTEN = {  # before -> after, every import from transformers
@@ -167,6 +191,12 @@ REWRITTEN = {  # before -> after, every import from transformers
                          "transformers.TrainingArguments(hub_token=token)"),
     "trainer": ("Seq2SeqTrainer(model=m, args=a,\n    tokenizer=tok)",
                 "Seq2SeqTrainer(model=m, args=a,\n    processing_class=tok)"),
+    "trainer none": ("Trainer(model=m, args=a, tokenizer=None)", "Trainer(model=m, args=a, processing_class=None)"),
+    "partial": ("import functools\nmake = functools.partial(Trainer, tokenizer=tok)",
+                "import functools\nmake = functools.partial(Trainer, processing_class=tok)"),
+    "partial imported": ("from functools import partial\nmake = partial(transformers.Seq2SeqTrainer, tokenizer=None)",
+                         "from functools import partial\nmake = partial(transformers.Seq2SeqTrainer, "
+                         "processing_class=None)"),
     "dict literal": ("cfg = {'output_dir': 'o', \"evaluation_strategy\": 'no'}\ncfg['warmup_ratio'] = 0\n"
                      "TrainingArguments(**cfg)",
                      "cfg = {'output_dir': 'o', \"eval_strategy\": 'no'}\ncfg['warmup_steps'] = 0\n"
@@ -190,6 +220,8 @@ LEFT = {  # stays as it is: no exact rewrite
                      "TrainingArguments(no_cuda=1)",
     "own init": "class T(Trainer):\n    def __init__(self, tokenizer, **kw):\n        pass\nT(tokenizer=tok)",
     "another trainer": "SFTTrainer(model=m, tokenizer=tok)",
+    "partial of another": "import functools\nfunctools.partial(DataCollatorWithPadding, tokenizer=tok)",
+    "another partial": "from mylib import partial\npartial(Trainer, tokenizer=tok)",
     "dict used elsewhere": 'cfg = dict(evaluation_strategy="steps")\nprint(cfg)\nTrainingArguments(**cfg)',
     "dict unpacks another": 'cfg = {**base, "warmup_ratio": 0.1}\nTrainingArguments(**cfg)',
     "key in pieces": 'cfg = {"evaluation_" "strategy": "steps"}\nTrainingArguments(**cfg)',

@@ -230,3 +230,121 @@ def test_a_name_imported_from_a_removed_path_is_named_at_its_import_only():
     `EvaluationStrategy.NO` never runs, so it is no second finding (seen at NOrangeeroli/story_dataset)."""
     code = "from transformers.trainer_utils import EvaluationStrategy\nif s != EvaluationStrategy.NO:\n    pass\n"
     assert [(f.rule, f.line) for f in findings({"t.py": code})] == [("removed-import", 1)]
+
+
+# ---------------------------------------------------------------- outside test 5: guards, field forms, lengths
+
+GUARDED = "from transformers import Trainer\nclass T(Trainer):\n    def save(self):\n{}"
+
+
+@pytest.mark.parametrize("body", [
+    '        if getattr(self, "tokenizer", None) is not None:\n            self.tokenizer.save_pretrained("o")\n',
+    '        if not hasattr(self, "tokenizer"):\n            return\n        self.tokenizer.save_pretrained("o")\n',
+    '        tok = self.tokenizer if hasattr(self, "tokenizer") else None\n',
+])
+def test_a_guarded_self_tokenizer_read_raises_nothing(body):
+    """hasattr(self, "tokenizer") or getattr(self, "tokenizer", None) in the method (the if test, an early return)
+    asks first: on 5.x the read is never reached (tevatron's trainer.py)."""
+    assert rules(GUARDED.format(body)) == set()
+
+
+@pytest.mark.parametrize("body", [
+    '        if getattr(self, "tokenizer") is not None:\n            self.tokenizer.save_pretrained("o")\n',
+    '        if getattr(self.model, "tokenizer", None) is not None:\n            self.tokenizer.save_pretrained("o")\n',
+    '        self.tokenizer.save_pretrained("o")\n    def other(self):\n        return hasattr(self, "tokenizer")\n',
+])
+def test_a_look_alike_guard_leaves_the_read_reported(body):
+    """getattr without a default raises as the read does; another object's attribute, or a question asked in
+    another method, guards nothing."""
+    assert rules(GUARDED.format(body)) == {"trainer-self-tokenizer"}
+
+
+PARSED = ("from transformers import HfArgumentParser, TrainingArguments\n"
+          "model_args, training_args = HfArgumentParser((M, TrainingArguments)).parse_args_into_dataclasses()\n")
+
+
+def test_an_augmented_assignment_reads_the_removed_field_first():
+    """`args.warmup_ratio += 0.1` reads the field: AttributeError on 5.x (measured in
+    test_the_field_forms_raise_or_are_ignored_as_reported)."""
+    found = findings({"t.py": PARSED + "training_args.warmup_ratio += 0.1\n"})
+    assert [(f.rule, f.line, f.note) for f in found] == [("removed-argument-read", 3, "training_args.warmup_ratio")]
+    assert rules(PARSED + "training_args.warmup_steps += 0.1\n") == set()
+    assert rules("cfg = load()\ncfg.warmup_ratio += 0.1\n") == set()  # not training arguments
+
+
+@pytest.mark.parametrize("statement, note", [
+    ("training_args.no_cuda: bool = True\n", "training_args.no_cuda"),
+    ('setattr(training_args, "no_cuda", True)\n', 'setattr(training_args, "no_cuda", ...)'),
+])
+def test_an_annotated_or_setattr_set_of_a_removed_field_is_ignored(statement, note):
+    found = findings({"t.py": PARSED + statement})
+    assert [(f.rule, f.line) for f in found] == [("removed-field-set", 3)] and found[0].note.startswith(note)
+    assert rules(PARSED + statement.replace("no_cuda", "use_cpu")) == set()
+    assert rules(PARSED + "training_args.no_cuda: bool\n") == set()  # an annotation alone sets nothing
+    assert rules(PARSED + 'setattr(training_args, name, True)\n') == set()  # a name not read
+    assert rules(PARSED + 'setattr(other, "no_cuda", True)\n') == set()  # not training arguments
+
+
+def test_the_field_forms_raise_or_are_ignored_as_reported(tmp_path):
+    """On the installed transformers: += raises AttributeError; the annotated set and setattr raise nothing and
+    change nothing."""
+    from support.harness import run_python
+    code = ("from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', report_to=[])\n"
+            "try:\n    args.warmup_ratio += 0.1\nexcept AttributeError as error:\n    print('raised', error)\n"
+            "args.no_cuda: bool = True\nsetattr(args, 'evaluation_strategy', 'steps')\n"
+            "print(args.use_cpu, args.eval_strategy.value)\n")
+    result = run_python(["-c", code], tmp_path, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "raised 'TrainingArguments' object has no attribute 'warmup_ratio'" in result.stdout
+    assert result.stdout.split()[-2:] == ["False", "no"]
+
+
+EVALUATES = ("from transformers import HfArgumentParser, Seq2SeqTrainer, Seq2SeqTrainingArguments\n"
+             "data_args, training_args = HfArgumentParser((D, Seq2SeqTrainingArguments))"
+             ".parse_args_into_dataclasses()\n"
+             "trainer = Seq2SeqTrainer(model=m, args=training_args)\n"
+             "if training_args.do_train:\n    trainer.train()\n"
+             "metrics = trainer.evaluate(max_length=data_args.val_max_target_length)\n"
+             "results = trainer.predict(test, max_new_tokens=64)\n")
+
+
+def test_an_evaluation_only_launch_whose_calls_pass_the_length(tmp_path):
+    """--do_train false and every evaluate()/predict() passes max_length or max_new_tokens: the length is explicit
+    (Dingdong-LIU's evaluate.sh). Training, or a call that passes none, generates with the model's default."""
+    launch = "python train.py --output_dir o --predict_with_generate --do_train {}\n"
+    files = {"train.py": EVALUATES, "run.sh": launch.format("false")}
+    assert project(tmp_path / "a", files, ["train.py", "run.sh"]) == set()
+    files["run.sh"] = launch.format("true")
+    assert project(tmp_path / "b", files, ["train.py", "run.sh"]) == {("generate-max-length", "run.sh", 1)}
+    files = {"train.py": EVALUATES.replace("max_new_tokens=64", "num_beams=4"), "run.sh": launch.format("false")}
+    assert project(tmp_path / "c", files, ["train.py", "run.sh"]) == {("generate-max-length", "run.sh", 1)}
+    files = {"train.py": EVALUATES.replace("max_length=data_args.val_max_target_length", "max_length=None"),
+             "run.sh": launch.format("false")}
+    assert project(tmp_path / "d", files, ["train.py", "run.sh"]) == {("generate-max-length", "run.sh", 1)}
+
+
+def test_evaluate_and_predict_generate_with_the_length_they_are_given(tmp_path):
+    """The fact the evaluation-only leg rests on: Seq2SeqTrainer.evaluate/predict(max_length=, max_new_tokens=)
+    bound generate() (decoder steps counted, EOS off so nothing stops early); without them, 20 steps."""
+    from transformers import (AutoConfig, AutoModelForSeq2SeqLM, DataCollatorForSeq2Seq, Seq2SeqTrainer,
+                              Seq2SeqTrainingArguments)
+
+    from support.transformers_kit import word_tokenizer
+    config = AutoConfig.for_model("t5", vocab_size=5, d_model=8, d_ff=8, d_kv=4, num_layers=1, num_heads=1,
+                                  pad_token_id=0, eos_token_id=1, decoder_start_token_id=0)
+
+    def decoder_steps(method: str, **lengths) -> int:
+        model = AutoModelForSeq2SeqLM.from_config(config)
+        model.generation_config.eos_token_id = None
+        steps = []
+        model.decoder.register_forward_hook(lambda *_: steps.append(1))
+        args = Seq2SeqTrainingArguments(output_dir=str(tmp_path / "out"), predict_with_generate=True,
+                                        report_to="none", use_cpu=True, disable_tqdm=True)
+        trainer = Seq2SeqTrainer(model=model, args=args, compute_metrics=lambda prediction: {},
+                                 data_collator=DataCollatorForSeq2Seq(word_tokenizer(pad_token="[UNK]"), model=model))
+        getattr(trainer, method)([{"input_ids": [2, 3], "labels": [3, 1]}], **lengths)
+        return len(steps) - 1  # one forward computes the loss
+
+    for method in ("evaluate", "predict"):
+        assert (decoder_steps(method), decoder_steps(method, max_length=6), decoder_steps(method, max_new_tokens=4)) \
+            == (20, 5, 4)

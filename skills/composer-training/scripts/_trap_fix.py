@@ -4,7 +4,9 @@ What is rewritten, and only when nothing else decides the value (the file is rea
 - keyword arguments of TrainingArguments and Seq2SeqTrainingArguments imported from transformers (and of a class
   of the same file or of a project module next to it derived from them that declares neither name of a rename and no
   __init__), and `tokenizer=` of Trainer and Seq2SeqTrainer imported from transformers (or such a subclass without
-  an __init__ of its own); never where the name is also bound another way (the project's own class may shadow it);
+  an __init__ of its own), any value (tokenizer=None is processing_class=None, the default), in a call of the class
+  or of functools.partial(Trainer, ...); never where the name is also bound another way (the project's own class
+  may shadow it);
 - the keys of a dict those calls unpack (`TrainingArguments(**cfg)`), when the dict is a literal or dict(...) of
   named keywords with no unpacking of its own, assigned once, and the name is used for nothing else than
   `cfg["key"] = value` and that unpacking;
@@ -201,7 +203,8 @@ def log(message: str) -> None:
 def add_arguments(parser) -> None:
     parser.add_argument("--fix", action="store_true", help="first rewrite in place what has one exact 5.x spelling "
                         "(evaluation_strategy=, no_cuda=, warmup_ratio=, group_by_length=True, "
-                        "include_inputs_for_metrics=True, push_to_hub_token=, Trainer(tokenizer=), and the same "
-                        "flags of a script that parses TrainingArguments), then check what is left")
+                        "include_inputs_for_metrics=True, push_to_hub_token=, Trainer(tokenizer=) and "
+                        "partial(Trainer, tokenizer=), and the same flags of a script that parses TrainingArguments), "
+                        "then check what is left")
     parser.add_argument("--diff", action="store_true", help="print those rewrites as a unified diff on stdout "
                         "(stderr with --json) and change nothing")

@@ -43,7 +43,7 @@ class Rename:
 
     def accepts_node(self, node: ast.AST | None) -> bool:
         """A value that cannot be read (None) is kept only by a pure rename, whose meaning does not depend on it."""
-        return self.accepts(node.value) if isinstance(node, ast.Constant) else self.accepts is KEPT
+        return self.accepts(node.value) if isinstance(node, ast.Constant) else self.accepts in (KEPT, ANY)
 
     def accepts_word(self, word: str | None) -> bool:
         """A command-line value (None: the flag stands alone, for a bool flag True)."""
@@ -56,6 +56,10 @@ def KEPT(value) -> bool:  # noqa: N802 - a pure rename: any value but None (in 4
     return value is not None
 
 
+def ANY(value) -> bool:  # noqa: N802 - a pure rename of every value: tokenizer=None is processing_class=None,
+    return True  # both the Trainer's default
+
+
 RENAMES = {rename.old: rename for rename in [
     Rename("evaluation_strategy", "eval_strategy", KEPT),
     Rename("no_cuda", "use_cpu", KEPT),
@@ -65,7 +69,7 @@ RENAMES = {rename.old: rename for rename in [
            "group_by_length"),
     Rename("include_inputs_for_metrics", "include_for_metrics", lambda value: value is True, '["inputs"]', "inputs"),
 ]}
-TRAINER_RENAMES = {"tokenizer": Rename("tokenizer", "processing_class", KEPT)}
+TRAINER_RENAMES = {"tokenizer": Rename("tokenizer", "processing_class", ANY)}
 NEW_NAMES = {rename.new for rename in [*RENAMES.values(), *TRAINER_RENAMES.values()]}
 
 
@@ -195,11 +199,19 @@ class PythonFile:
             kind = self.library_class(call.func)
             if kind in ARGUMENT_CLASSES:
                 edits += self.call_edits(call, RENAMES, unpacked=True)
-            elif kind in TRAINER_CLASSES:
+            elif kind in TRAINER_CLASSES or self.partial_of_trainer(call):
                 edits += self.call_edits(call, TRAINER_RENAMES, unpacked=False)
             edits += self.argv_edits(call)
         edits += self.sys_argv_edits()
         return edits
+
+    def partial_of_trainer(self, call: ast.Call) -> bool:
+        """functools.partial(Trainer, tokenizer=tok): its keywords are the Trainer's when it is called."""
+        func = call.func
+        partial = isinstance(func, ast.Attribute) and func.attr == "partial" and isinstance(func.value, ast.Name) \
+            and self.bindings.get(func.value.id) == {("import", "functools")} or \
+            isinstance(func, ast.Name) and self.bindings.get(func.id) == {("from", "functools", "partial")}
+        return partial and bool(call.args) and self.library_class(call.args[0]) in TRAINER_CLASSES
 
     def call_edits(self, call: ast.Call, renames: dict[str, Rename], unpacked: bool) -> list[Edit]:
         places = []  # (name, node to rename, value node)

@@ -266,7 +266,8 @@ def seq2seq_findings(module: Module, training: list, launches: list[Launch]):
         runs = launch.runs if isinstance(launch.runs, Module) else None  # a script not read here decides nothing
         if runs is not None and is_true(launch.flag("predict_with_generate")) and \
                 launch.flag("generation_max_length") is None and launch.flag("generation_config") is None and \
-                not {"generation_max_length", "generation_config"} & runs.project_words:
+                not {"generation_max_length", "generation_config"} & runs.project_words and \
+                not generates_with_own_length(runs, launch):
             yield "generate-max-length", launch, "--predict_with_generate on the command line"
     yield from generate_set_findings(module)
     if not any(isinstance(call.func, ast.Attribute) and call.func.attr == "predict" for call in module.calls):
@@ -276,6 +277,22 @@ def seq2seq_findings(module: Module, training: list, launches: list[Launch]):
         if model is not None and not module.qualname(call.func).startswith("composer") and any(
                 SEQ2SEQ.search(module.qualname(sub)) for sub in ast.walk(model) if isinstance(sub, ast.Attribute)):
             yield "seq2seq-plain-trainer", call.lineno, ""
+
+
+LENGTHS = {"max_length", "max_new_tokens"}  # the keywords of Seq2SeqTrainer.evaluate/predict that set the length
+
+
+def generates_with_own_length(runs: Module, launch: Launch) -> bool:
+    """A launch that trains nothing (--do_train false, or a script with no train() call) of a script whose every
+    evaluate() and predict() passes the length: Seq2SeqTrainer generates with it, and no evaluation during training
+    generates without it (test_an_evaluation_only_launch_whose_calls_pass_the_length measures it)."""
+    methods = [(call.func.attr, call) for call in runs.calls if isinstance(call.func, ast.Attribute)]
+    generating = [call for method, call in methods if method in ("evaluate", "predict")]
+    trains = (launch.flag("do_train") or "true").lower() not in ("false", "no", "f", "n", "0") and \
+        any(method == "train" for method, _ in methods)
+    return not trains and bool(generating) and all(
+        any(keyword.arg in LENGTHS and runs.const(keyword.value) is not None for keyword in call.keywords)
+        for call in generating)
 
 
 def generate_set_findings(module: Module):
