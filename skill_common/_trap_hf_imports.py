@@ -80,6 +80,8 @@ REMOVED_IMPORTS = {
     "transformers.trainer_pt_utils.DistributedTensorGatherer": ("", "the Trainer gathers evaluation outputs itself"),
     "transformers.trainer_pt_utils._get_learning_rate": ("", "the Trainer's own method: self._get_learning_rate()"),
     "transformers.modeling_utils.find_pruneable_heads_and_indices": ("", "head pruning is gone: keep a copy"),
+    "transformers.modeling_utils.prune_conv1d_layer": ("", "head pruning is gone: keep a copy"),
+    "transformers.modeling_utils.SequenceSummary": ("", "the 4.x summary head is gone: keep a copy"),
     "transformers.modeling_utils.prune_linear_layer": ("transformers.pytorch_utils.prune_linear_layer", ""),
     "transformers.modeling_utils.apply_chunking_to_forward": (
         "transformers.pytorch_utils.apply_chunking_to_forward", ""),

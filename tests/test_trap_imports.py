@@ -144,6 +144,8 @@ ADDED = {  # an import that raises on 5.x -> the import of its replacement, whic
                                                                   "prune_linear_layer",
     "from transformers.modeling_utils import apply_chunking_to_forward, find_pruneable_heads_and_indices":
         "from transformers.pytorch_utils import apply_chunking_to_forward",
+    "from transformers.modeling_utils import SequenceSummary, prune_conv1d_layer": "from transformers.modeling_utils "
+                                                                                   "import PreTrainedModel",
     "import transformers.onnx": "import torch.onnx",
     "from transformers.benchmark import PyTorchBenchmark": "import torch.utils.benchmark",
     "from transformers.convert_graph_to_onnx import convert": "from torch.onnx import export",
