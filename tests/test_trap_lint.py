@@ -275,68 +275,6 @@ def test_the_legacy_arguments_are_not_arguments_of_the_installed_training_argume
                                           "--sharded_ddp on the command line"}
 
 
-IMPORT_PROBE = """
-import importlib, json, re, sys
-
-def attempt(dotted):
-    \"\"\"How ``a.b.C`` fails as code meets it (import a.b.C, or from a.b import C): the exception's type name, or
-    None when it imports.\"\"\"
-    try:
-        importlib.import_module(dotted)
-        return None
-    except ModuleNotFoundError as exc:
-        if exc.name != dotted:
-            return "ModuleNotFoundError"
-    except ImportError:
-        return "ImportError"
-    parent, _, name = dotted.rpartition(".")
-    error = attempt(parent) if parent else "ModuleNotFoundError"
-    return error or (None if hasattr(importlib.import_module(parent), name) else "AttributeError")
-
-removed, replacements, family = json.loads(sys.argv[1])
-import transformers
-public = [name for name in dir(transformers) if re.match(family, "transformers." + name)]
-print(json.dumps({"removed": {name: attempt(name) for name in removed},
-                  "replacements": {name: attempt(name) for name in replacements},
-                  "family": public, "names": len(dir(transformers))}))
-"""
-
-
-def test_every_removed_import_fails_and_every_replacement_imports(tmp_path):
-    """removed-import's list (issue #25) on the installed packages: each old name fails as the code would meet it
-    (ModuleNotFoundError, ImportError or AttributeError) and each replacement imports; no name of the installed
-    transformers root falls in the TF*/Flax* family. A subprocess: transformers is not imported here."""
-    from support.harness import run_python
-
-    imports = sys.modules["transformers_training__trap_hf_imports"]
-    removed = sorted(imports.REMOVED_IMPORTS)
-    replacements = sorted({new for new, _ in imports.REMOVED_IMPORTS.values() if new})
-    samples = ["transformers.TFAutoModelForSequenceClassification", "transformers.TFTrainer",
-               "transformers.TFTrainingArguments", "transformers.FlaxAutoModelForCausalLM"]
-    assert all(imports.removed(name) for name in samples)
-    given = json.dumps([removed + samples, replacements, imports.REMOVED_FAMILY.pattern])
-    result = run_python(["-c", IMPORT_PROBE, given], tmp_path, timeout=300)
-    assert result.returncode == 0, result.stderr[-2000:]
-    probed = json.loads(result.stdout.strip().splitlines()[-1])
-    assert {name: error for name, error in probed["removed"].items() if error not in (
-        "ModuleNotFoundError", "ImportError", "AttributeError")} == {}, "listed as removed, yet it imports"
-    assert {name: error for name, error in probed["replacements"].items() if error} == {}, "a replacement fails"
-    assert probed["family"] == [] and probed["names"] > 1000, probed["family"]
-
-
-def test_the_removed_import_section_lists_every_entry_and_its_replacement():
-    """The section removed-import links to names each removed name and each replacement, as the checker's notes do."""
-    imports = sys.modules["transformers_training__trap_hf_imports"]
-    text = (SKILLS_DIR / HF / "references" / "trap-check.md").read_text()
-    section = text.split("## Imports 5.x removed", 1)[1].split("\n## ", 1)[0]
-    cells = set(re.findall(r"`([^`]+)`", section))
-    missing = [name for name in imports.REMOVED_IMPORTS if name not in cells]
-    assert missing == [], missing
-    for old, (new, _how) in imports.REMOVED_IMPORTS.items():
-        row = next(line for line in section.splitlines() if f"`{old}`" in line)
-        assert not new or new.rsplit(".", 1)[-1] in row, (old, new)
-
-
 # ---------------------------------------------------------------- the checker's shape: a newcomer changes one family
 
 TRAP_FILES = sorted([REPO / "skill_common" / "trap_check.py", *(REPO / "skill_common").glob("_trap_*.py")])
