@@ -36,6 +36,13 @@ CASES = [  # (name, skill, head, block, how many blocks: 0 fills the checker's s
     ("Composer, 5 MB", "composer-training", "from composer import Trainer\n", COMPOSER, 0),
     ("Transformers, 5 MB", "transformers-training", "from transformers import Trainer, TrainingArguments\n",
      TRANSFORMERS, 0),
+    # the outside tester's inputs (tc5 D1): a finding per line, + chains with none, launches joined with +
+    ("a finding per line, 5 MB", "transformers-training", "", "from transformers import AdamW\n", 0),
+    ("suppressed findings, 5 MB", "transformers-training", "",
+     "from transformers import AdamW  # trap-check: ignore[TF035]\n", 0),
+    ("+ chains, 5 MB", "transformers-training", "x = 1\n", 'c{i} = "a{i}" + "b" + f"{{x}}c"\n', 0),
+    ("launches joined with +, 5 MB", "transformers-training", "import os\n",
+     'os.system(f"torchrun --nproc_per_node {{2}} train.py " + "--warmup_ratio 0.1 " + f"--x{i}")\n', 0),
 ]
 
 
@@ -49,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - a report, never a gate
         print(f"bench_trap_check: cannot import the checker ({exc})", file=sys.stderr)
         return 0
+    rules = {rule.id: rule for rule in trap_check.RULES}
     print(f"trap_check on generated files (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores):")
     for name, skill, head, block, count in CASES:
         count = count or (trap_check.MAX_BYTES - len(head)) // len(block.format(i=99999))
@@ -57,7 +65,10 @@ def main(argv: list[str] | None = None) -> int:
         started, cpu = time.perf_counter(), time.process_time()
         try:
             findings, broken = trap_check.check_sources({"generated.py": text}, skill, "cpu")
-            outcome = f"{len(findings)} findings" + (f", {broken[0][:80]}" if broken else "")
+            comments = trap_check.report.Suppressions(text, True)  # the command line's pass over the findings
+            kept = [finding for finding in findings if not comments.covers(rules[finding.rule], finding.line)]
+            outcome = f"{len(kept)} findings ({len(findings) - len(kept)} suppressed)" + (
+                f", {broken[0][:80]}" if broken else "")
         except Exception as exc:  # noqa: BLE001 - a report, never a gate
             outcome = f"failed: {type(exc).__name__}: {exc}"[:120]
         print(f"  {name:<30} {len(text) / 1e6:5.2f} MB  {time.perf_counter() - started:6.2f} s wall  "

@@ -16,17 +16,25 @@ from _trap_values import Values, plain
 PROSE_KEYWORDS = ("help", "epilog", "description", "usage", "prog")
 
 
-def walk(tree: ast.AST) -> tuple[list[ast.AST], dict[int, ast.AST]]:
-    """Every node of ``tree`` in ast.walk's order, and each node's parent (by id), in one pass over the tree."""
-    nodes, parent = [tree], {}
+def walk(tree: ast.AST) -> tuple[list[ast.AST], dict[int, ast.AST], dict[type, list[ast.AST]]]:
+    """Every node of ``tree`` in ast.walk's order, each node's parent (by id), and the nodes of each type in that
+    order, in one pass over the tree: a rule asks for a few types, never for every node of a 5 MB file again."""
+    nodes, parent, by_type = [tree], {}, {}
     for node in nodes:  # the list grows as it is read: breadth first, as ast.walk
+        by_type.setdefault(type(node), []).append(node)
         for name in node._fields:
             value = getattr(node, name, None)
             for child in value if isinstance(value, list) else (value,):
                 if isinstance(child, ast.AST):
                     parent[id(child)] = node
                     nodes.append(child)
-    return nodes, parent
+    return nodes, parent, by_type
+
+
+# the node types Module.__init__ gathers from, and those a launch string or argv list may be written as
+GATHERED = (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.Delete, ast.ClassDef, ast.FunctionDef,
+            ast.AsyncFunctionDef, ast.Call)
+LAUNCH_TYPES = (ast.JoinedStr, ast.BinOp, ast.Constant, ast.List, ast.Tuple)
 
 
 class Module(Values):
@@ -49,7 +57,7 @@ class Module(Values):
         self.calls: list[ast.Call] = []
         self._calls_by_name: dict[str, list[ast.Call]] | None = None
         self._call_position: dict[int, int] = {}
-        self.nodes, self.parent = walk(tree)
+        self.nodes, self.parent, by_type = walk(tree)
         self._stores: Counter | None = None
         self._const_names: dict[tuple[str, int], object] = {}
         self._mappings: dict[tuple, tuple[dict, bool]] = {}
@@ -62,7 +70,10 @@ class Module(Values):
         self.block_guards: dict[int, tuple[dict[int, int], list[bool]]] = {}  # a block -> guarded_before
         self.looks: dict[int, bool] = {}  # a condition -> whether it looks for a checkpoint (looks_for_checkpoint)
         self.first_trainer_line: float | None = None  # the first line that builds a Trainer (built_before)
+        gathered = set(GATHERED)
         for node in self.nodes:
+            if type(node) not in gathered:
+                continue
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     self.imports[alias.asname or alias.name.split(".")[0]] = alias.asname and alias.name or \
@@ -91,15 +102,17 @@ class Module(Values):
                         node.func.attr in ("update", "setdefault", "pop", "popitem", "clear", "__setitem__"):
                     self.edits.setdefault(node.func.value.id, []).append(node)  # cfg.update(x=...)
         self.launches: list[Launch] = []
-        self.names = {node.id for node in self.nodes if isinstance(node, ast.Name)} | \
-            {node.attr for node in self.nodes if isinstance(node, ast.Attribute)} | \
-            {node.arg for node in self.nodes if isinstance(node, ast.keyword) and node.arg} | \
-            {node.name for node in self.nodes if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
-        docstrings = {id(node.value) for node in self.nodes if isinstance(node, ast.Expr)}
-        self._prose = docstrings | {id(node.value) for node in self.nodes if isinstance(node, ast.keyword)
-                                    and node.arg in PROSE_KEYWORDS}  # argparse help=, epilog=: text, never run
-        self.strings = {node.value for node in self.nodes if isinstance(node, ast.Constant)
-                        and isinstance(node.value, str) and id(node) not in docstrings}
+        def of(*types: type) -> list[ast.AST]:
+            return [node for kind in types for node in by_type.get(kind, [])]
+
+        self.names = {node.id for node in of(ast.Name)} | {node.attr for node in of(ast.Attribute)} | \
+            {node.arg for node in of(ast.keyword) if node.arg} | {node.name for node in of(ast.FunctionDef,
+                                                                                           ast.ClassDef)}
+        docstrings = {id(node.value) for node in of(ast.Expr)}
+        self._prose = docstrings | {id(node.value) for node in of(ast.keyword)
+                                    if node.arg in PROSE_KEYWORDS}  # argparse help=, epilog=: text, never run
+        self.strings = {node.value for node in of(ast.Constant)
+                        if isinstance(node.value, str) and id(node) not in docstrings}
         self.project: list[Module] = [self]  # this module and the project modules it imports (Project.link)
         self.imported: list[tuple[int, Module]] = []  # (line of the import, a project module it imports)
         self._project_names: set[str] | None = None
@@ -318,14 +331,20 @@ class Module(Values):
     # -- launch commands written as strings or argv lists
     def _read_launch_strings(self) -> None:
         seen: set[int] = set()
+        launch_types = set(LAUNCH_TYPES)
         for node in self.nodes:
-            text = self.command_text(node) if isinstance(node, (ast.JoinedStr, ast.BinOp)) and id(node) not in seen \
-                and not isinstance(self.parent.get(id(node)), (ast.JoinedStr, ast.BinOp)) else None
+            if type(node) not in launch_types:
+                continue
+            read: list[ast.AST] = []  # the nodes the text is read from
+            text = self.command_text(node, read) if isinstance(node, (ast.JoinedStr, ast.BinOp)) and \
+                id(node) not in seen and not isinstance(self.parent.get(id(node)), (ast.JoinedStr, ast.BinOp)) else None
             if text is not None:  # f"torchrun --nproc_per_node {n} " + "train.py ...": read whole, never in parts
-                seen.update(id(sub) for sub in ast.walk(node))
+                for part in read:  # a + or a string is one node; "{} x".format(n) holds strings of its own
+                    seen.update([id(part)] if isinstance(part, (ast.BinOp, ast.JoinedStr, ast.Constant)) else
+                                map(id, walk(part)[0]))
             elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in seen:
-                text = node.value
-            if text is not None and len(text) < 4000 and id(node) not in self._prose:
+                text = node.value if len(node.value) < 4000 else None  # a long constant is a text, not a command
+            if text is not None and id(node) not in self._prose:
                 first = text.lstrip().split(" ", 1)[0]
                 if launcher_name(first) or first in WRAPPERS or "\n" in text:
                     for launch in launches_in_shell(text, self.path, node.lineno):
@@ -346,15 +365,17 @@ class Module(Values):
                     if launch:
                         self.launches.append(launch)
 
-    def command_text(self, node: ast.AST) -> str | None:
+    def command_text(self, node: ast.AST, read: list[ast.AST]) -> str | None:
         """The text of a command written as an f-string or strings added together (`f"torchrun --nproc_per_node {n}
         " + "train.py"`), a value not known here written "$?" (unknown to the launch, as a shell variable is); None
-        for any other expression. The chain of + is walked without recursion: 2,000 terms nest as deep."""
+        for any other expression; ``read`` gets the nodes it is read from. The chain of + is walked without recursion
+        and read whole however long: the 1,999 terms CPython compiles nest as deep."""
         if not isinstance(node, ast.JoinedStr) and not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add)):
             return None
         parts, stack = [], [node]
         while stack:
             part = stack.pop()
+            read.append(part)
             if isinstance(part, ast.BinOp) and isinstance(part.op, ast.Add):
                 stack += [part.right, part.left]
             elif isinstance(part, ast.JoinedStr):
@@ -362,11 +383,9 @@ class Module(Values):
             elif isinstance(part, ast.FormattedValue):
                 value = self.const(part.value) if part.format_spec is None and part.conversion == -1 else UNKNOWN
                 parts.append(str(value) if plain(value) else "$?")
-            elif isinstance(self.const(part), str):
-                parts.append(self.const(part))
+            elif isinstance(value := self.const(part), str):
+                parts.append(value)
             else:
-                return None
-            if len(parts) > 100:
                 return None
         return "".join(parts)
 

@@ -5,6 +5,7 @@ the contract's --json with each finding's code and severity). A module of trap_c
 """
 
 import ast
+import bisect
 import re
 
 from _trap_families import RULES
@@ -61,20 +62,39 @@ def statement_spans(text: str) -> dict[int, tuple[int, int]]:
     return spans
 
 
-def suppressed(rule: Rule, lines: list[str], line: int, span: tuple[int, int] | None = None) -> bool:
-    """Whether ``# trap-check: ignore[...]`` naming the rule (code or name, any case) sits on line ``line``
-    (1-based), or on a line of ``span`` (the statement of several lines it is in), or alone on the line above the
-    first: a comment trailing the statement above suppresses nothing here."""
-    first, last = span or (line, line)
-    places = lines[first - 1:last] if 0 < first <= len(lines) else []
-    if 1 < first <= len(lines) + 1 and lines[first - 2].lstrip().startswith("#"):
-        places.append(lines[first - 2])
-    names = {rule.id.lower(), rule.code.lower()}
-    for text in places:
-        for match in SUPPRESSION.finditer(text):
-            if {word.strip().lower() for word in match[1].split(",")} & names:
-                return True
-    return False
+class Suppressions:
+    """A file's `# trap-check: ignore[...]` comments, found by one scan of its text: the findings of a file (50,000
+    in 5 MB) are each looked up here, never by splitting or scanning the file again (issue #14: linear time)."""
+
+    def __init__(self, text: str, python: bool):
+        self.text, self.python = text, python
+        self.names: dict[int, set[str]] = {}  # line (1-based) -> the rule words of its comments
+        self.alone: set[int] = set()  # lines that hold nothing but a comment
+        for number, line in enumerate(text.split("\n"), 1):  # one split of the file, not one per finding
+            for match in SUPPRESSION.finditer(line):
+                if number not in self.names and line.lstrip().startswith("#"):
+                    self.alone.add(number)
+                self.names.setdefault(number, set()).update(word.strip().lower() for word in match[1].split(","))
+        self.marked = sorted(self.names)
+        self._spans: dict[int, tuple[int, int]] | None = None  # read only for a file with a comment
+        self._words: dict[tuple[int, int], set[str]] = {}  # (first, last) -> the words that cover it
+
+    def covers(self, rule: Rule, line: int) -> bool:
+        """Whether a comment naming the rule (code or name, any case) sits on line ``line``, or on a line of the
+        Python statement of several lines it is in, or alone on the line above the first: a comment trailing the
+        statement above suppresses nothing here. Each statement's words are gathered once."""
+        if not self.names:
+            return False
+        if self._spans is None:
+            self._spans = statement_spans(self.text) if self.python else {}
+        first, last = self._spans.get(line, (line, line))
+        if (first, last) not in self._words:
+            inside = self.marked[bisect.bisect_left(self.marked, first):bisect.bisect_right(self.marked, last)]
+            words = set().union(*(self.names[marked] for marked in inside))
+            if first - 1 in self.alone:
+                words |= self.names[first - 1]
+            self._words[first, last] = words
+        return bool(self._words[first, last] & {rule.id.lower(), rule.code.lower()})
 
 
 def fails(rule: Rule, strict: bool) -> bool:

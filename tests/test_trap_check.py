@@ -40,21 +40,29 @@ def rules_found(skill: str, sources: dict[str, str]) -> set[str]:
     return {finding.rule for finding in found(skill, sources)}
 
 
-def work(skill: str, sources: dict[str, str]) -> int:
-    """The Python function calls (the checker's and the builtins it calls) made checking ``sources``: a measure of work
-    that a loaded machine does not change, unlike wall time (timings are `make bench`'s)."""
+def counted(call) -> int:
+    """The Python function calls (the checker's and the builtins it calls) made by ``call()``: a measure of work that a
+    loaded machine does not change, unlike wall time (timings are `make bench`'s). A method of a string counts once
+    per 100 characters of it: `text.split("\\n")` of a whole 5 MB file per finding is work a plain count misses."""
     calls = 0
 
     def profile(frame, event, arg):
         nonlocal calls
-        calls += event in ("call", "c_call")
+        if event in ("call", "c_call"):
+            text = getattr(arg, "__self__", None) if event == "c_call" else None
+            calls += 1 + (len(text) // 100 if isinstance(text, str) else 0)
 
     sys.setprofile(profile)
     try:
-        TC.check_sources(sources, skill, "cpu")
+        call()
     finally:
         sys.setprofile(None)
     return calls
+
+
+def work(skill: str, sources: dict[str, str]) -> int:
+    """counted() for checking ``sources``."""
+    return counted(lambda: TC.check_sources(sources, skill, "cpu"))
 
 
 def assert_linear(skill: str, make, size: int, slack: float = 1.1) -> None:
@@ -516,6 +524,65 @@ def test_the_rules_are_linear_in_the_number_of_trainer_calls():
     assert rules_found(HF, transformers(2)) == {"resume-unchecked-checkpoint"}
     assert_linear(CP, composer, 200)
     assert_linear(HF, transformers, 200)
+
+
+COPIES = {skill: import_script(path) for skill, path in CHECKERS.items()}  # the drill breaks one copy at a time
+# a finding on every line, for each copy's own skill (its command line runs the rules of the skill it is in)
+FINDING_LINE = {HF: ("", "from transformers import AdamW", "TF035", "removed-import"),
+                CP: ("from composer import Trainer\n", "Trainer(m, optimizers=o, max_duration='1ep')", "CP001",
+                     "positional-trainer")}
+
+
+def command_work(checker, tmp_path: Path, text: str, capsys) -> int:
+    """counted() for a copy's command line on one file holding ``text``: the findings pass its inline suppressions,
+    which check_sources does not read."""
+    path = tmp_path / f"t{len(text)}.py"
+    path.write_text(text)
+    calls = counted(lambda: checker.main([str(path)]))
+    assert "Traceback" not in capsys.readouterr().err
+    return calls
+
+
+@pytest.mark.parametrize("skill", sorted(COPIES))
+@pytest.mark.parametrize("suppression", ["none", "trailing", "above"])
+def test_tc5_d1_many_findings_in_one_file_cost_linear_time(tmp_path, capsys, skill, suppression):
+    """Each finding split the whole file again to read its suppressions (4.9 MB of `from transformers import AdamW`
+    lines: over 120 s; 10,000 lines 2.5 s, 20,000 8.6 s): the file's comments are read once (report.Suppressions)."""
+    head, code, rule_code, name = FINDING_LINE[skill]
+    line = {"none": f"{code}\n", "trailing": f"{code}  # trap-check: ignore[{rule_code}]\n",
+            "above": f"# trap-check: ignore[{name}]\n{code}\n"}[suppression]
+    small, large = (command_work(COPIES[skill], tmp_path, head + line * size, capsys) for size in (2000, 4000))
+    assert large / small < 2.2, f"work {small} for 2,000 lines, {large} for 4,000: ratio {large / small:.2f}"
+
+
+@pytest.mark.parametrize("skill", sorted(COPIES))
+def test_tc5_d1_many_plus_chains_and_many_launch_lines_are_linear(tmp_path, capsys, skill, monkeypatch):
+    """4.8 MB of `c = "a" + "b" + f"{x}c"` took 13.9 s and 1.09 GB; 8,000 launch lines joined with + took 5.7 s."""
+    monkeypatch.setitem(globals(), "TC", COPIES[skill])  # work() checks with this copy
+
+    def chains(size: int) -> dict[str, str]:
+        return {"t.py": "x = 1\n" + "".join(f'c{i} = "a{i}" + "b" + f"{{x}}c"\n' for i in range(size))}
+
+    def launches(size: int) -> str:
+        return "import os\n" + "".join(f'os.system(f"torchrun --nproc_per_node {{2}} train.py " + "--warmup_ratio 0.1 "'
+                                        f' + f"--x{i}")\n' for i in range(size))
+
+    assert_linear(HF, chains, 2000)
+    assert_linear(HF, lambda size: {"t.py": launches(size)}, 500)
+    assert rules_found(HF, {"t.py": launches(2)}) == {"removed-warmup_ratio"}
+    small, large = (command_work(COPIES[skill], tmp_path, launches(size), capsys) for size in (500, 1000))
+    assert large / small < 2.2, f"work {small} for 500 launches, {large} for 1,000: ratio {large / small:.2f}"
+
+
+@pytest.mark.parametrize("skill", sorted(COPIES))
+@pytest.mark.parametrize("pieces", [99, 100, 500, 1999])
+def test_tc5_d8_a_launch_joined_from_any_number_of_pieces_is_read_whole(pieces, skill):
+    """A command with 100 pieces or more added to its head was silently clean (command_text gave up past 100 parts,
+    and a joined text of 4,000 characters or more was not read); CPython compiles about 2,000: read whole."""
+    code = 'import os\ncmd = "torchrun --nproc_per_node 2 train.py " + ' + \
+        " + ".join(['f"--evaluation_strategy steps "'] * pieces) + "\nos.system(cmd)\n"
+    findings, broken = COPIES[skill].check_sources({"t.py": code}, HF, "cpu")
+    assert broken == [] and "removed-evaluation_strategy" in {finding.rule for finding in findings}, findings
 
 
 def test_17_predict_with_generate_on_the_command_line_needs_generation_max_length():

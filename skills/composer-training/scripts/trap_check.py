@@ -469,14 +469,13 @@ def check_paths(run) -> None:
     if not sources and not unreadable:
         raise SmokeError(f"no .py, .sh, .bash, .sbatch or .slurm file under {', '.join(map(repr, args.paths))}", EXIT_USAGE)
     findings, broken = check_all(sources, skill, run.device)
-    spans: dict[str, dict] = {}  # a Python file's statements of several lines, read when a finding is in it
+    suppressions: dict[str, report.Suppressions] = {}  # a file's comments, read once when a finding is in it
 
     def accepted(finding: Finding) -> bool:
-        lines = source_lines(sources, finding.path)
-        if finding.path.endswith(".py") and finding.path not in spans:
-            spans[finding.path] = report.statement_spans("\n".join(lines))
-        span = spans.get(finding.path, {}).get(finding.line)
-        return report.suppressed(rules[finding.rule], lines, finding.line, span)
+        if finding.path not in suppressions:
+            suppressions[finding.path] = report.Suppressions(source_text(sources, finding.path),
+                                                             finding.path.endswith(".py"))
+        return suppressions[finding.path].covers(rules[finding.rule], finding.line)
 
     findings = [finding for finding in findings if finding.rule in rules and not accepted(finding)]
     # the findings are final here: --fix / --diff (issue #26, _trap_fix.py) take them from this point
@@ -503,15 +502,15 @@ def check_paths(run) -> None:
                          EXIT_USAGE)
 
 
-def source_lines(sources: dict[str, str], path: str) -> list[str]:
-    """The lines of a file a finding is in, for its inline suppressions: a given file's text, else (a project module
+def source_text(sources: dict[str, str], path: str) -> str:
+    """The text of a file a finding is in, for its inline suppressions: a given file's text, else (a project module
     found next to one) read again; one that cannot be read suppresses nothing."""
     if path not in sources:
         try:
             sources[path] = read(Path(path))
         except (OSError, UnicodeDecodeError, ValueError):
             sources[path] = ""
-    return sources[path].split("\n")
+    return sources[path]
 
 
 NAMES_HELP = ("each error found is one [FAIL] line on stderr named RULE@PATH:LINE (a clean file: clean@PATH), with "
