@@ -266,8 +266,7 @@ def imported_by_call(node: ast.AST) -> str | None:
 def star_modules(module: Module, own: set[int]) -> list[str] | None:
     """The modules of the module's star imports, where none is a project module of its own or removed as a whole
     (that import raises first); None otherwise."""
-    stars = [node for node in module.nodes if isinstance(node, ast.ImportFrom) and
-             any(alias.name == "*" for alias in node.names)]
+    stars = [node for node in module.of_types(ast.ImportFrom) if any(alias.name == "*" for alias in node.names)]
     if not all(node.lineno not in own and not removed(node.module or "") for node in stars):
         return None
     return [("." * node.level) + (node.module or "") for node in stars]
@@ -275,14 +274,13 @@ def star_modules(module: Module, own: set[int]) -> list[str] | None:
 
 def bound_names(module: Module) -> set[str]:
     """Every name the module binds itself, anywhere: assigned, imported by name, defined, a parameter, a target."""
-    return {node.id for node in module.nodes if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)} | \
-        {node.arg for node in module.nodes if isinstance(node, ast.arg)} | \
-        {node.name for node in module.nodes if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
-                                                                  ast.ExceptHandler)) and node.name} | \
-        {(alias.asname or alias.name).split(".")[0] for node in module.nodes if isinstance(node, (ast.Import,
-                                                                                                  ast.ImportFrom))
-         for alias in node.names} | \
-        {name for node in module.nodes if isinstance(node, (ast.Global, ast.Nonlocal)) for name in node.names}
+    return {node.id for node in module.of_types(ast.Name) if not isinstance(node.ctx, ast.Load)} | \
+        {node.arg for node in module.of_types(ast.arg)} | \
+        {node.name for kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler)
+         for node in module.of_types(kind) if node.name} | \
+        {(alias.asname or alias.name).split(".")[0] for kind in (ast.Import, ast.ImportFrom)
+         for node in module.of_types(kind) for alias in node.names} | \
+        {name for kind in (ast.Global, ast.Nonlocal) for node in module.of_types(kind) for name in node.names}
 
 
 def removed_import_findings(module: Module):
@@ -293,13 +291,12 @@ def removed_import_findings(module: Module):
     own = {line for line, _ in module.imported}
     # a read through `import transformers` (transformers.AdamW(...)); `from x import EvaluationStrategy` is named at
     # its import, which raises before any read of it
-    packages = {alias.asname or alias.name.split(".")[0] for node in module.nodes if isinstance(node, ast.Import)
+    packages = {alias.asname or alias.name.split(".")[0] for node in module.of_types(ast.Import)
                 for alias in node.names}
-    stored = {module.qualname(node) for node in module.nodes
-              if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)}  # transformers.AdamW = ... shim
+    stored = {module.qualname(node) for node in module.of_types(ast.Attribute)
+              if isinstance(node.ctx, ast.Store)}  # transformers.AdamW = ... shim
     stars = star_modules(module, own)
-    unbound = set() if not stars else {node.id for node in module.nodes if isinstance(node, ast.Name)} - \
-        bound_names(module)
+    unbound = set() if not stars else {node.id for node in module.of_types(ast.Name)} - bound_names(module)
     used = set()
 
     def removed_at(node: ast.AST) -> dict:
@@ -330,7 +327,9 @@ def removed_import_findings(module: Module):
     def fails(body: list[ast.AST]) -> bool:
         return any(removed_at(node) for statement in body for node in ast.walk(statement))
 
-    for node in module.nodes:
+    # the only nodes removed_at names, in walk's order (a name only where a star import leaves one unbound)
+    kinds = (ast.Import, ast.ImportFrom, ast.Call, ast.Attribute) + ((ast.Name,) if unbound else ())
+    for node in module.of_types(*kinds):
         found = removed_at(node)
         if found and not guarded(module, node, fails):
             if isinstance(node, ast.Name):

@@ -244,19 +244,21 @@ def attribute_sets(node: ast.AST) -> list[tuple[ast.Name, str, str]]:
 def removed_field_findings(module: Module):
     """removed-argument-read, removed-field-set, arguments-subclass-removed-field and trainer-self-tokenizer of the
     module itself."""
-    read_here = {read.attr for part in module.project for node in part.nodes for read in attribute_reads(node)}
+    read_here = {read.attr for part in module.project for kind in (ast.Attribute, ast.AugAssign)
+                 for node in part.of_types(kind) for read in attribute_reads(node)}
     # a module that asks whether the field is there (hasattr(args, "x"), getattr(args, "x", None)) handles 5.x,
     # where it is not: its reads are guarded, whichever branch they sit in
-    asked = {node.args[1].value for node in module.nodes if isinstance(node, ast.Call) and
+    asked = {node.args[1].value for node in module.of_types(ast.Call) if
              called_name(node.func) in ("hasattr", "getattr") and len(node.args) >= 2 and
              isinstance(node.args[1], ast.Constant)}
-    for node in (read for node in module.nodes for read in attribute_reads(node)):
+    for node in (read for node in module.of_types(ast.Attribute, ast.AugAssign) for read in attribute_reads(node)):
         if node.attr in REMOVED_FIELDS and isinstance(node.value, ast.Name) and node.attr not in asked:
             classes = held_classes(module, node.value)
             fields = [arguments_fields(module, short) for short in classes or []]
             if classes and all(declared is not None and node.attr not in declared for declared in fields):
                 yield "removed-argument-read", node.lineno, f"{node.value.id}.{node.attr}"
-    for node in module.nodes:  # training_args.evaluation_strategy = "steps": an attribute 5.x never reads
+    # training_args.evaluation_strategy = "steps": an attribute 5.x never reads
+    for node in module.of_types(ast.Call, ast.Assign, ast.AnnAssign):
         for holder, field_name, written in attribute_sets(node):
             if field_name in IGNORED_FIELDS and field_name not in read_here:
                 classes = held_classes(module, holder)  # every binding of it: training arguments

@@ -52,8 +52,8 @@ def local_file(path: Path) -> bool:
 def evaluate_findings(module: Module):
     # a name any import binds to evaluate.load, also where a fallback import binds it again (`try: from evaluate
     # import load as load_metric`, `except ImportError: from datasets import load_metric`): the first one runs
-    bound = {alias.asname or alias.name: f"evaluate.{alias.name}" for node in module.nodes
-             if isinstance(node, ast.ImportFrom) and node.module == "evaluate" and not node.level
+    bound = {alias.asname or alias.name: f"evaluate.{alias.name}" for node in module.of_types(ast.ImportFrom)
+             if node.module == "evaluate" and not node.level
              for alias in node.names if alias.name in ("load", "combine")}
     for call in module.calls:
         function = module.qualname(call.func)
@@ -111,8 +111,8 @@ def file_suffix(node: ast.AST) -> bool:
 
 
 def load_dataset_findings(module: Module, launches: list[Launch]):
-    imports = [node.lineno for node in module.nodes if (isinstance(node, ast.Import) and any(
-        alias.name.split(".")[0] == "datasets" for alias in node.names)) or (
+    imports = [node.lineno for node in module.of_types(ast.Import, ast.ImportFrom) if (
+        isinstance(node, ast.Import) and any(alias.name.split(".")[0] == "datasets" for alias in node.names)) or (
         isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "datasets")]
     first_import = min(imports, default=0) or 10**9
     settings = [(name, value) for line, name, value in offline_settings(module) if line < first_import]

@@ -302,7 +302,7 @@ def generate_set_findings(module: Module):
     is said."""
     if {"generation_max_length", "generation_config"} & module.project_words:
         return
-    for node in module.nodes:
+    for node in module.of_types(ast.Assign):
         target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
         if not isinstance(target, ast.Attribute) or target.attr != "predict_with_generate" or \
                 not is_true(module.const(node.value)) or not holds_arguments(module, target.value):

@@ -31,6 +31,17 @@ def walk(tree: ast.AST) -> tuple[list[ast.AST], dict[int, ast.AST], dict[type, l
     return nodes, parent, by_type
 
 
+def subtree_ids(node: ast.AST) -> list[int]:
+    """The id of ``node`` and of every node below it (walk's nodes without its parents and types: one f-string
+    part of 147,000 lines of + chains)."""
+    ids, stack = [], [node]
+    while stack:
+        part = stack.pop()
+        ids.append(id(part))
+        stack.extend(ast.iter_child_nodes(part))
+    return ids
+
+
 # the node types Module.__init__ gathers from, and those a launch string or argv list may be written as
 GATHERED = (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.Delete, ast.ClassDef, ast.FunctionDef,
             ast.AsyncFunctionDef, ast.Call)
@@ -57,7 +68,8 @@ class Module(Values):
         self.calls: list[ast.Call] = []
         self._calls_by_name: dict[str, list[ast.Call]] | None = None
         self._call_position: dict[int, int] = {}
-        self.nodes, self.parent, by_type = walk(tree)
+        self.nodes, self.parent, self.by_type = walk(tree)
+        by_type = self.by_type
         self._stores: Counter | None = None
         self._const_names: dict[tuple[str, int], object] = {}
         self._mappings: dict[tuple, tuple[dict, bool]] = {}
@@ -70,10 +82,7 @@ class Module(Values):
         self.block_guards: dict[int, tuple[dict[int, int], list[bool]]] = {}  # a block -> guarded_before
         self.looks: dict[int, bool] = {}  # a condition -> whether it looks for a checkpoint (looks_for_checkpoint)
         self.first_trainer_line: float | None = None  # the first line that builds a Trainer (built_before)
-        gathered = set(GATHERED)
-        for node in self.nodes:
-            if type(node) not in gathered:
-                continue
+        for node in self.of_types(*GATHERED):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     self.imports[alias.asname or alias.name.split(".")[0]] = alias.asname and alias.name or \
@@ -125,12 +134,18 @@ class Module(Values):
             self._read_launch_strings()
         self.found_nearby = not read_launches  # not given: found next to a given module that imports it
 
+    def of_types(self, *types: type) -> list[ast.AST]:
+        """The nodes of these types in walk's order (a rule whose findings come in that order)."""
+        if len(types) == 1:
+            return self.by_type.get(types[0], [])
+        wanted = set(types)
+        return [node for node in self.nodes if type(node) in wanted]
+
     @property
     def stores(self) -> Counter:
         """How many times each name is bound (`x = ...`, `a, x = ...`, `for x in ...`, `with ... as x`)."""
         if self._stores is None:
-            self._stores = Counter(node.id for node in self.nodes if isinstance(node, ast.Name)
-                                   and isinstance(node.ctx, ast.Store))
+            self._stores = Counter(node.id for node in self.of_types(ast.Name) if isinstance(node.ctx, ast.Store))
         return self._stores
 
     # -- the project: what this module and the modules it imports define
@@ -187,7 +202,7 @@ class Module(Values):
         (every module of a project reads those of the modules it imports)."""
         if self._sequence_classifiers is None:
             self._sequence_classifiers = [
-                node for node in self.nodes if isinstance(node, (ast.Name, ast.Attribute)) and
+                node for node in self.of_types(ast.Name, ast.Attribute) if
                 self.qualname(node).endswith("ForSequenceClassification")]
         return self._sequence_classifiers
 
@@ -331,17 +346,16 @@ class Module(Values):
     # -- launch commands written as strings or argv lists
     def _read_launch_strings(self) -> None:
         seen: set[int] = set()
-        launch_types = set(LAUNCH_TYPES)
-        for node in self.nodes:
-            if type(node) not in launch_types:
-                continue
+        for node in self.of_types(*LAUNCH_TYPES):
+            if id(node) in seen and not isinstance(node, (ast.List, ast.Tuple)):
+                continue  # a part of a text read whole (a list in an f-string is still an argv list)
             read: list[ast.AST] = []  # the nodes the text is read from
             text = self.command_text(node, read) if isinstance(node, (ast.JoinedStr, ast.BinOp)) and \
                 id(node) not in seen and not isinstance(self.parent.get(id(node)), (ast.JoinedStr, ast.BinOp)) else None
             if text is not None:  # f"torchrun --nproc_per_node {n} " + "train.py ...": read whole, never in parts
                 for part in read:  # a + or a string is one node; "{} x".format(n) holds strings of its own
                     seen.update([id(part)] if isinstance(part, (ast.BinOp, ast.JoinedStr, ast.Constant)) else
-                                map(id, walk(part)[0]))
+                                subtree_ids(part))
             elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in seen:
                 text = node.value if len(node.value) < 4000 else None  # a long constant is a text, not a command
             if text is not None and id(node) not in self._prose:

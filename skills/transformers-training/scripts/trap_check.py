@@ -261,9 +261,8 @@ class Project:
         while os.path.isfile(roots[-1] / "__init__.py") and len(roots) < 5:
             roots.append(roots[-1].parent)
         # a namespace package (no __init__.py): `import llmtuner.tuner.x` in src/llmtuner/tuner/y.py reads from src/
-        absolute = {alias.name.split(".")[0] for node in module.nodes if isinstance(node, ast.Import)
-                    for alias in node.names} | {node.module.split(".")[0] for node in module.nodes
-                                                if isinstance(node, ast.ImportFrom) and node.module and not node.level}
+        absolute = {alias.name.split(".")[0] for node in module.of_types(ast.Import) for alias in node.names} | \
+            {node.module.split(".")[0] for node in module.of_types(ast.ImportFrom) if node.module and not node.level}
         roots += [ancestor.parent for ancestor in [folder, *folder.parents][:6]
                   if ancestor.name in absolute and ancestor.parent not in roots]
         for entry, relative in sys_path_entries(module):
@@ -273,40 +272,53 @@ class Project:
             module.own_sys_path |= inside
             if inside and entry is not None and entry not in roots:
                 roots.append(entry)
-        found = []
-        for node in module.nodes:
-            candidates = []  # (a path without .py, the local name it binds, the name it stands for there)
-            if isinstance(node, ast.Import):
-                candidates = [(root.joinpath(*alias.name.split(".")), alias.asname or (
-                    alias.name if "." not in alias.name else None), "") for alias in node.names for root in roots]
-                dotted = {root.joinpath(*alias.name.split(".")): alias.name for alias in node.names
-                          if "." in alias.name and not alias.asname for root in roots}
-            elif isinstance(node, ast.ImportFrom) and node.level <= len(folder.parents) + 1:
-                bases = ([folder.parents[node.level - 2]] if node.level > 1 else [folder]) if node.level else roots
-                for base in bases:
-                    package = base.joinpath(*node.module.split(".")) if node.module else base
-                    candidates += [(package, "*" if any(alias.name == "*" for alias in node.names) else None, "")]
-                    candidates += [(package / alias.name, alias.asname or alias.name, "") for alias in node.names
-                                   if alias.name != "*"]
-                    names = [(alias.asname or alias.name, alias.name) for alias in node.names if alias.name != "*"]
-                    candidates += [(package, local, name) for local, name in names]
-            for candidate, local, name in candidates:
-                for file in ([candidate.with_name(candidate.name + ".py")] if candidate.name else []) + [
-                        candidate / "__init__.py"]:
-                    imported = self.module_at(file)
-                    if imported is not None and imported is not module:
-                        if local in (None, "*") or not name:
-                            found.append((node.lineno, imported))
-                        if local == "*":  # from util import *: each function and top-level name of it
-                            for defined in [*imported.functions, *imported.assigned]:
-                                module.linked.setdefault(defined, (imported, defined))
-                        elif local is not None and (not name or name in imported.names or name in imported.imports):
-                            module.linked.setdefault(local, (imported, name))
-                        if isinstance(node, ast.Import) and candidate in dotted:
-                            module.dotted.setdefault(dotted[candidate], imported)
+        found, targets = [], {}  # an import written again (5 MB of the same line): its files looked up once
+        for node in module.of_types(ast.Import, ast.ImportFrom):
+            key = (type(node), getattr(node, "module", None), getattr(node, "level", 0),
+                   tuple((alias.name, alias.asname) for alias in node.names))
+            if key not in targets:
+                targets[key] = self.import_targets(node, module, folder, roots)
+            for imported, local, name, dotted in targets[key]:
+                if local in (None, "*") or not name:
+                    found.append((node.lineno, imported))
+                if local == "*":  # from util import *: each function and top-level name of it
+                    for defined in [*imported.functions, *imported.assigned]:
+                        module.linked.setdefault(defined, (imported, defined))
+                elif local is not None and (not name or name in imported.names or name in imported.imports):
+                    module.linked.setdefault(local, (imported, name))
+                if dotted is not None:
+                    module.dotted.setdefault(dotted, imported)
         self.imports[id(module)] = found
         module._const_names.clear()  # names imported from project modules are read there from now on
         return found
+
+    def import_targets(self, node: ast.AST, module: Module, folder: Path, roots: list[Path]) -> list[tuple]:
+        """(project module, the local name it binds, the name it stands for there, `import pkg.util`'s dotted name)
+        per project file an import statement reads."""
+        candidates = []  # (a path without .py, the local name it binds, the name it stands for there)
+        dotted = {}
+        if isinstance(node, ast.Import):
+            candidates = [(root.joinpath(*alias.name.split(".")), alias.asname or (
+                alias.name if "." not in alias.name else None), "") for alias in node.names for root in roots]
+            dotted = {root.joinpath(*alias.name.split(".")): alias.name for alias in node.names
+                      if "." in alias.name and not alias.asname for root in roots}
+        elif isinstance(node, ast.ImportFrom) and node.level <= len(folder.parents) + 1:
+            bases = ([folder.parents[node.level - 2]] if node.level > 1 else [folder]) if node.level else roots
+            for base in bases:
+                package = base.joinpath(*node.module.split(".")) if node.module else base
+                candidates += [(package, "*" if any(alias.name == "*" for alias in node.names) else None, "")]
+                candidates += [(package / alias.name, alias.asname or alias.name, "") for alias in node.names
+                               if alias.name != "*"]
+                names = [(alias.asname or alias.name, alias.name) for alias in node.names if alias.name != "*"]
+                candidates += [(package, local, name) for local, name in names]
+        targets = []
+        for candidate, local, name in candidates:
+            for file in ([candidate.with_name(candidate.name + ".py")] if candidate.name else []) + [
+                    candidate / "__init__.py"]:
+                imported = self.module_at(file)
+                if imported is not None and imported is not module:
+                    targets.append((imported, local, name, dotted.get(candidate)))
+        return targets
 
     def link(self, module: Module) -> None:
         """Set ``module.project`` to it and the project modules it imports, directly or through each other."""
