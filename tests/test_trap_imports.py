@@ -254,6 +254,15 @@ def test_a_removed_fallback_in_the_handler_is_reported(copy):
     assert lines(nested) == []
 
 
+def test_a_handler_type_held_in_a_name_is_followed(copy):
+    """tc6 N2: `except ERRS:` with ERRS a tuple that holds ImportError runs the working fallback on 5.x; a name
+    holding only other errors guards nothing, and one whose value cannot be read is never a finding."""
+    code = "ERRS = {}\ntry:\n    from transformers import AdamW\nexcept ERRS:\n    from torch.optim import AdamW\n"
+    assert lines(code.format("(ImportError, AttributeError)")) == []
+    assert lines(code.format("(KeyError, ValueError)")) == [3]
+    assert lines(code.format("errors_of(config)")) == []
+
+
 # ---------------------------------------------------------------- imports as calls, star imports (D6, M6)
 
 @pytest.mark.parametrize("code, reported", [

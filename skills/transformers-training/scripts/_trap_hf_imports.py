@@ -146,9 +146,16 @@ def removed(dotted: str) -> tuple[str, str, str] | None:
     return None
 
 
-def catches_import_error(handler: ast.ExceptHandler) -> bool:
-    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-    return handler.type is None or any(called_name(kind) in IMPORT_ERRORS for kind in types)
+def catches_import_error(module: Module, handler: ast.ExceptHandler) -> bool:
+    """Whether the handler may catch a failed import; a type held in a name it assigns (`ERRS = (ImportError, ...)`)
+    is followed, and one assigned a value that cannot be read counts as catching (never a finding from it)."""
+    kind = handler.type
+    if isinstance(kind, ast.Name) and kind.id in module.assigned:
+        kind = module.single(kind.id)
+        if not isinstance(kind, (ast.Tuple, ast.Name, ast.Attribute)):
+            return True
+    types = kind.elts if isinstance(kind, ast.Tuple) else [kind]
+    return kind is None or any(called_name(kind) in IMPORT_ERRORS for kind in types)
 
 
 def package_version(module: Module, node: ast.AST) -> str | None:
@@ -235,7 +242,7 @@ def guarded(module: Module, node: ast.AST, fails) -> bool:
     while id(node) in module.parent:
         parent = module.parent[id(node)]
         if isinstance(parent, (ast.Try, getattr(ast, "TryStar", ast.Try))) and node not in parent.orelse and \
-                node not in parent.finalbody and any(map(catches_import_error, parent.handlers)) and \
+                node not in parent.finalbody and any(catches_import_error(module, handler) for handler in parent.handlers) and \
                 (node in parent.body or not fails(parent.body)):
             return True
         if isinstance(parent, ast.If) and node is not parent.test and \
