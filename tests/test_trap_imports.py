@@ -230,6 +230,11 @@ VERSION = "import sys, transformers\nfrom packaging import version\n"
     ("from transformers.utils import is_apex_available\nif is_apex_available():\n    from transformers import AdamW\n",
      []),
     ("import datasets\nif datasets.__version__ < '3':\n    from datasets import load_metric\n", []),
+    # tc6 N1: a project function that reads the version is a test the checker cannot read: both branches guarded
+    ("def hf_major():\n    return int(transformers.__version__.split('.')[0])\nif hf_major() < 5:\n"
+     "    from transformers import AdamW\nelse:\n    from torch.optim import AdamW\n", []),
+    ("def hf_major():\n    return int(sys.version.split('.')[0])\nif hf_major() < 5:\n"
+     "    from transformers import AdamW\n", [6]),
 ])
 def test_an_if_guards_only_on_the_installed_version_and_only_the_branch_5x_skips(code, reported, copy):
     assert lines(VERSION + code) == reported

@@ -174,7 +174,10 @@ def reads_version(module: Module, node: ast.AST) -> bool:
     """A test that asks what is installed: the version of transformers or datasets (or a name of its own that holds
     it: is_transformers_version(...), TRANSFORMERS_VERSION), an is_*_available() probe or hasattr(...)."""
     word = called_name(node.func if isinstance(node, ast.Call) else node).lower()
+    # a project function that reads the version (`def hf_major(): return int(transformers.__version__...)`)
+    callee = module.callee(node) if isinstance(node, ast.Call) else None
     return package_version(module, node) is not None or word == "hasattr" or \
+        callee is not None and any(package_version(callee[0], sub) is not None for sub in ast.walk(callee[1])) or \
         bool(re.fullmatch(r"is_\w+_available", word)) or \
         ("version" in word and ("transformers" in word or "datasets" in word))
 
