@@ -323,6 +323,25 @@ def test_an_evaluation_only_launch_whose_calls_pass_the_length(tmp_path):
     assert project(tmp_path / "d", files, ["train.py", "run.sh"]) == {("generate-max-length", "run.sh", 1)}
 
 
+def test_an_evaluation_only_run_without_do_train_trains_nothing(tmp_path):
+    """tc6 N7: do_train is False by default, so a launch without --do_train of a script that trains only under
+    `if training_args.do_train:` trains nothing; so do arguments built with do_train=False (or without it) whose
+    train() sits under that if. A train() outside the if trains whatever do_train says."""
+    launch = "python train.py --output_dir o --predict_with_generate --do_eval\n"
+    files = {"train.py": EVALUATES, "run.sh": launch}
+    assert project(tmp_path / "a", files, ["train.py", "run.sh"]) == set()
+    files["train.py"] = EVALUATES.replace("if training_args.do_train:\n    trainer.train()", "trainer.train()")
+    assert project(tmp_path / "b", files, ["train.py", "run.sh"]) == {("generate-max-length", "run.sh", 1)}
+    built = ("from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments\n"
+             "args = Seq2SeqTrainingArguments(output_dir='o', predict_with_generate=True{})\n"
+             "trainer = Seq2SeqTrainer(model=m, args=args)\n{}trainer.evaluate(max_length=128)\n")
+    assert "generate-max-length" not in rules(built.format(", do_train=False", ""))
+    assert "generate-max-length" not in rules(built.format("", "if args.do_train:\n    trainer.train()\n"))
+    assert "generate-max-length" in rules(built.format(", do_train=False", "trainer.train()\n"))
+    assert "generate-max-length" in rules(built.format(", do_train=True", "if args.do_train:\n    trainer.train()\n"))
+    assert "generate-max-length" in rules(built.format(", do_train=False", "").replace("max_length=128", ""))
+
+
 def test_evaluate_and_predict_generate_with_the_length_they_are_given(tmp_path):
     """The fact the evaluation-only leg rests on: Seq2SeqTrainer.evaluate/predict(max_length=, max_new_tokens=)
     bound generate() (decoder steps counted, EOS off so nothing stops early); without them, 20 steps."""
