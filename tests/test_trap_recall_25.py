@@ -241,6 +241,14 @@ GUARDED = "from transformers import Trainer\nclass T(Trainer):\n    def save(sel
     '        if getattr(self, "tokenizer", None) is not None:\n            self.tokenizer.save_pretrained("o")\n',
     '        if not hasattr(self, "tokenizer"):\n            return\n        self.tokenizer.save_pretrained("o")\n',
     '        tok = self.tokenizer if hasattr(self, "tokenizer") else None\n',
+    # tc6 N5: the branch the question picks, the rest of an and/or, after an exit or an assert
+    '        if getattr(self, "tokenizer", None) is None:\n            tok = None\n        else:\n'
+    '            tok = self.tokenizer\n',
+    '        ok = hasattr(self, "tokenizer") and self.tokenizer.pad_token_id\n',
+    '        ok = getattr(self, "tokenizer", None) is None or self.tokenizer.pad_token_id\n',
+    '        if getattr(self, "tokenizer", None) is None:\n            raise ValueError("none")\n'
+    '        self.tokenizer.save_pretrained("o")\n',
+    '        assert hasattr(self, "tokenizer")\n        self.tokenizer.save_pretrained("o")\n',
 ])
 def test_a_guarded_self_tokenizer_read_raises_nothing(body):
     """hasattr(self, "tokenizer") or getattr(self, "tokenizer", None) in the method (the if test, an early return)
@@ -252,6 +260,13 @@ def test_a_guarded_self_tokenizer_read_raises_nothing(body):
     '        if getattr(self, "tokenizer") is not None:\n            self.tokenizer.save_pretrained("o")\n',
     '        if getattr(self.model, "tokenizer", None) is not None:\n            self.tokenizer.save_pretrained("o")\n',
     '        self.tokenizer.save_pretrained("o")\n    def other(self):\n        return hasattr(self, "tokenizer")\n',
+    # tc6 N5: a read after the guarded if, before the question, under an inverted or always-true test
+    '        if getattr(self, "tokenizer", None) is not None:\n            print("has")\n'
+    '        self.tokenizer.save_pretrained("o")\n',
+    '        self.tokenizer.save_pretrained("o")\n        if hasattr(self, "tokenizer"):\n            pass\n',
+    '        if not hasattr(self, "tokenizer"):\n            return self.tokenizer.decode([1])\n',
+    '        if hasattr(self, "tokenizer") or True:\n            self.tokenizer.save_pretrained("o")\n',
+    '        if not hasattr(self, "tokenizer"):\n            print("none")\n        self.tokenizer.save_pretrained("o")\n',
 ])
 def test_a_look_alike_guard_leaves_the_read_reported(body):
     """getattr without a default raises as the read does; another object's attribute, or a question asked in
