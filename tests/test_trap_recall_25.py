@@ -249,6 +249,10 @@ GUARDED = "from transformers import Trainer\nclass T(Trainer):\n    def save(sel
     '        if getattr(self, "tokenizer", None) is None:\n            raise ValueError("none")\n'
     '        self.tokenizer.save_pretrained("o")\n',
     '        assert hasattr(self, "tokenizer")\n        self.tokenizer.save_pretrained("o")\n',
+    # an answer kept in a name or returned cannot be followed: the method is guarded
+    '        has = hasattr(self, "tokenizer")\n        if has:\n            self.tokenizer.save_pretrained("o")\n',
+    '        tok = getattr(self, "tokenizer", None)\n        if tok is not None:\n'
+    '            self.tokenizer.save_pretrained("o")\n',
 ])
 def test_a_guarded_self_tokenizer_read_raises_nothing(body):
     """hasattr(self, "tokenizer") or getattr(self, "tokenizer", None) in the method (the if test, an early return)

@@ -368,8 +368,21 @@ def exits(body: list[ast.AST]) -> bool:
 def guarded_reads(definition: ast.ClassDef) -> set[int]:
     """The ids of the self.tokenizer reads of a class that run only where it has one: in the branch of an if (or the
     rest of an and/or) whose test asks (`if getattr(self, "tokenizer", None) is not None:`), or after an early exit
-    (`if not hasattr(self, "tokenizer"): return`) or an assert; a read before the question or after its if is not."""
+    (`if not hasattr(self, "tokenizer"): return`) or an assert; a read before the question or after its if is not.
+    A question whose answer is kept or passed on (`has = hasattr(...)`, `return getattr(...) or ...`) cannot be
+    followed: it guards every read of its method, never a finding from what is not read."""
     parent = {id(child): node for node in ast.walk(definition) for child in ast.iter_child_nodes(node)}
+
+    def followed(question: ast.AST) -> bool:
+        node = question
+        while isinstance(parent.get(id(node)), (ast.Compare, ast.BoolOp, ast.UnaryOp)):
+            node = parent[id(node)]
+        return isinstance(parent.get(id(node)), (ast.If, ast.IfExp, ast.While, ast.Assert)) and \
+            parent[id(node)].test is node
+
+    kept = {id(node) for method in definition.body if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and any(asks_self_tokenizer(call) and not followed(call) for call in ast.walk(method))
+            for node in ast.walk(method)}
 
     def guarded(node: ast.AST) -> bool:
         while id(node) in parent:
@@ -392,7 +405,7 @@ def guarded_reads(definition: ast.ClassDef) -> set[int]:
             node = above
         return False
 
-    return {id(node) for node in ast.walk(definition) if isinstance(node, ast.Attribute) and guarded(node)}
+    return kept | {id(node) for node in ast.walk(definition) if isinstance(node, ast.Attribute) and guarded(node)}
 
 
 def self_tokenizer_findings(module: Module):
