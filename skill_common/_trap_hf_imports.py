@@ -129,6 +129,8 @@ REMOVED_FAMILIES = [
 IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "AttributeError", "Exception", "BaseException"}
 # the versions the rule judges `if` tests on (tests/test_trap_imports.py holds them to the installed ones)
 PINNED = {"transformers": "5.24.0", "datasets": "5.2.0"}
+# probes true wherever the pinned versions train: torch (which the Trainer needs) and 5.x's own requirements
+INSTALLED_PROBES = {"is_torch_available", "is_tokenizers_available", "is_safetensors_available"}
 
 
 def removed(dotted: str) -> tuple[str, str, str] | None:
@@ -198,6 +200,8 @@ def holds_on_5x(module: Module, test: ast.AST, depth: int = 0) -> bool | None:
         return None if held is None else not held
     if isinstance(test, ast.Name) and module.single(test.id) is not None:
         return holds_on_5x(module, module.single(test.id), depth + 1)
+    if isinstance(test, ast.Call) and called_name(test.func) in INSTALLED_PROBES:
+        return True
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and
             isinstance(test.ops[0], (ast.Lt, ast.LtE, ast.Gt, ast.GtE))):
         return None

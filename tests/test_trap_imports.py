@@ -230,6 +230,11 @@ VERSION = "import sys, transformers\nfrom packaging import version\n"
     ("from transformers.utils import is_apex_available\nif is_apex_available():\n    from transformers import AdamW\n",
      []),
     ("import datasets\nif datasets.__version__ < '3':\n    from datasets import load_metric\n", []),
+    # tc6 N4: a probe true wherever 5.x trains guards the other branch only
+    ("from transformers.utils import is_torch_available\nif is_torch_available():\n    from transformers import AdamW\n",
+     [5]),
+    ("from transformers.utils import is_torch_available\nif not is_torch_available():\n"
+     "    from transformers import AdamW\n", []),
     # tc6 N1: a project function that reads the version is a test the checker cannot read: both branches guarded
     ("def hf_major():\n    return int(transformers.__version__.split('.')[0])\nif hf_major() < 5:\n"
      "    from transformers import AdamW\nelse:\n    from torch.optim import AdamW\n", []),
