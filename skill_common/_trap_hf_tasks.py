@@ -260,14 +260,15 @@ def token_label_findings(module: Module):
 def seq2seq_findings(module: Module, training: list, launches: list[Launch]):
     for call, kw, complete in training:
         if is_true(module.const(kw.get("predict_with_generate", (None,))[0])) and complete and \
-                "generation_max_length" not in kw and "generation_config" not in kw:
+                "generation_max_length" not in kw and "generation_config" not in kw and \
+                not generates_with_own_length(module, do_train_text(module, kw)):
             yield "generate-max-length", kw["predict_with_generate"][1], ""
     for launch in launches:  # --predict_with_generate on the command line, the length neither there nor in the code
         runs = launch.runs if isinstance(launch.runs, Module) else None  # a script not read here decides nothing
         if runs is not None and is_true(launch.flag("predict_with_generate")) and \
                 launch.flag("generation_max_length") is None and launch.flag("generation_config") is None and \
                 not {"generation_max_length", "generation_config"} & runs.project_words and \
-                not generates_with_own_length(runs, launch):
+                not generates_with_own_length(runs, launch.flag("do_train")):
             yield "generate-max-length", launch, "--predict_with_generate on the command line"
     yield from generate_set_findings(module)
     if not any(isinstance(call.func, ast.Attribute) and call.func.attr == "predict" for call in module.calls):
@@ -282,14 +283,37 @@ def seq2seq_findings(module: Module, training: list, launches: list[Launch]):
 LENGTHS = {"max_length", "max_new_tokens"}  # the keywords of Seq2SeqTrainer.evaluate/predict that set the length
 
 
-def generates_with_own_length(runs: Module, launch: Launch) -> bool:
-    """A launch that trains nothing (--do_train false, or a script with no train() call) of a script whose every
-    evaluate() and predict() passes the length: Seq2SeqTrainer generates with it, and no evaluation during training
-    generates without it (test_an_evaluation_only_launch_whose_calls_pass_the_length measures it)."""
+def do_train_text(module: Module, kw: dict) -> str | None:
+    """do_train= of arguments built in Python as a flag's text: None where not given, "true" where not read."""
+    if "do_train" not in kw:
+        return None
+    return "false" if module.const(kw["do_train"][0]) is False else "true"
+
+
+def under_do_train(runs: Module, call: ast.Call) -> bool:
+    """Whether the call runs only in the body of an `if <args>.do_train` (or `if <args>.do_train and ...`)."""
+    node = call
+    while id(node) in runs.parent:
+        parent = runs.parent[id(node)]
+        tests = parent.test.values if isinstance(parent, ast.If) and isinstance(parent.test, ast.BoolOp) and \
+            isinstance(parent.test.op, ast.And) else [getattr(parent, "test", None)]
+        if isinstance(parent, ast.If) and node in parent.body and any(
+                isinstance(test, ast.Attribute) and test.attr == "do_train" for test in tests):
+            return True
+        node = parent
+    return False
+
+
+def generates_with_own_length(runs: Module, do_train: str | None) -> bool:
+    """A launch that trains nothing (every train() call under `if <args>.do_train` with do_train false or not given,
+    False by default; or a script with no train() call) of a script whose every evaluate() and predict() passes the
+    length: Seq2SeqTrainer generates with it, and no evaluation during training generates without it
+    (test_an_evaluation_only_launch_whose_calls_pass_the_length measures it)."""
     methods = [(call.func.attr, call) for call in runs.calls if isinstance(call.func, ast.Attribute)]
     generating = [call for method, call in methods if method in ("evaluate", "predict")]
-    trains = (launch.flag("do_train") or "true").lower() not in ("false", "no", "f", "n", "0") and \
-        any(method == "train" for method, _ in methods)
+    training = [call for method, call in methods if method == "train"]
+    trains = not all(under_do_train(runs, call) for call in training) or \
+        (do_train or "false").lower() not in ("false", "no", "f", "n", "0") and bool(training)
     return not trains and bool(generating) and all(
         any(keyword.arg in LENGTHS and runs.const(keyword.value) is not None for keyword in call.keywords)
         for call in generating)

@@ -230,6 +230,16 @@ VERSION = "import sys, transformers\nfrom packaging import version\n"
     ("from transformers.utils import is_apex_available\nif is_apex_available():\n    from transformers import AdamW\n",
      []),
     ("import datasets\nif datasets.__version__ < '3':\n    from datasets import load_metric\n", []),
+    # tc6 N4: a probe true wherever 5.x trains guards the other branch only
+    ("from transformers.utils import is_torch_available\nif is_torch_available():\n    from transformers import AdamW\n",
+     [5]),
+    ("from transformers.utils import is_torch_available\nif not is_torch_available():\n"
+     "    from transformers import AdamW\n", []),
+    # tc6 N1: a project function that reads the version is a test the checker cannot read: both branches guarded
+    ("def hf_major():\n    return int(transformers.__version__.split('.')[0])\nif hf_major() < 5:\n"
+     "    from transformers import AdamW\nelse:\n    from torch.optim import AdamW\n", []),
+    ("def hf_major():\n    return int(sys.version.split('.')[0])\nif hf_major() < 5:\n"
+     "    from transformers import AdamW\n", [6]),
 ])
 def test_an_if_guards_only_on_the_installed_version_and_only_the_branch_5x_skips(code, reported, copy):
     assert lines(VERSION + code) == reported
@@ -252,6 +262,15 @@ def test_a_removed_fallback_in_the_handler_is_reported(copy):
               "        from transformers.optimization import AdamW\n    except ImportError:\n"
               "        from torch.optim import AdamW\n")
     assert lines(nested) == []
+
+
+def test_a_handler_type_held_in_a_name_is_followed(copy):
+    """tc6 N2: `except ERRS:` with ERRS a tuple that holds ImportError runs the working fallback on 5.x; a name
+    holding only other errors guards nothing, and one whose value cannot be read is never a finding."""
+    code = "ERRS = {}\ntry:\n    from transformers import AdamW\nexcept ERRS:\n    from torch.optim import AdamW\n"
+    assert lines(code.format("(ImportError, AttributeError)")) == []
+    assert lines(code.format("(KeyError, ValueError)")) == [3]
+    assert lines(code.format("errors_of(config)")) == []
 
 
 # ---------------------------------------------------------------- imports as calls, star imports (D6, M6)

@@ -241,6 +241,18 @@ GUARDED = "from transformers import Trainer\nclass T(Trainer):\n    def save(sel
     '        if getattr(self, "tokenizer", None) is not None:\n            self.tokenizer.save_pretrained("o")\n',
     '        if not hasattr(self, "tokenizer"):\n            return\n        self.tokenizer.save_pretrained("o")\n',
     '        tok = self.tokenizer if hasattr(self, "tokenizer") else None\n',
+    # tc6 N5: the branch the question picks, the rest of an and/or, after an exit or an assert
+    '        if getattr(self, "tokenizer", None) is None:\n            tok = None\n        else:\n'
+    '            tok = self.tokenizer\n',
+    '        ok = hasattr(self, "tokenizer") and self.tokenizer.pad_token_id\n',
+    '        ok = getattr(self, "tokenizer", None) is None or self.tokenizer.pad_token_id\n',
+    '        if getattr(self, "tokenizer", None) is None:\n            raise ValueError("none")\n'
+    '        self.tokenizer.save_pretrained("o")\n',
+    '        assert hasattr(self, "tokenizer")\n        self.tokenizer.save_pretrained("o")\n',
+    # an answer kept in a name or returned cannot be followed: the method is guarded
+    '        has = hasattr(self, "tokenizer")\n        if has:\n            self.tokenizer.save_pretrained("o")\n',
+    '        tok = getattr(self, "tokenizer", None)\n        if tok is not None:\n'
+    '            self.tokenizer.save_pretrained("o")\n',
 ])
 def test_a_guarded_self_tokenizer_read_raises_nothing(body):
     """hasattr(self, "tokenizer") or getattr(self, "tokenizer", None) in the method (the if test, an early return)
@@ -252,6 +264,13 @@ def test_a_guarded_self_tokenizer_read_raises_nothing(body):
     '        if getattr(self, "tokenizer") is not None:\n            self.tokenizer.save_pretrained("o")\n',
     '        if getattr(self.model, "tokenizer", None) is not None:\n            self.tokenizer.save_pretrained("o")\n',
     '        self.tokenizer.save_pretrained("o")\n    def other(self):\n        return hasattr(self, "tokenizer")\n',
+    # tc6 N5: a read after the guarded if, before the question, under an inverted or always-true test
+    '        if getattr(self, "tokenizer", None) is not None:\n            print("has")\n'
+    '        self.tokenizer.save_pretrained("o")\n',
+    '        self.tokenizer.save_pretrained("o")\n        if hasattr(self, "tokenizer"):\n            pass\n',
+    '        if not hasattr(self, "tokenizer"):\n            return self.tokenizer.decode([1])\n',
+    '        if hasattr(self, "tokenizer") or True:\n            self.tokenizer.save_pretrained("o")\n',
+    '        if not hasattr(self, "tokenizer"):\n            print("none")\n        self.tokenizer.save_pretrained("o")\n',
 ])
 def test_a_look_alike_guard_leaves_the_read_reported(body):
     """getattr without a default raises as the read does; another object's attribute, or a question asked in
@@ -321,6 +340,25 @@ def test_an_evaluation_only_launch_whose_calls_pass_the_length(tmp_path):
     files = {"train.py": EVALUATES.replace("max_length=data_args.val_max_target_length", "max_length=None"),
              "run.sh": launch.format("false")}
     assert project(tmp_path / "d", files, ["train.py", "run.sh"]) == {("generate-max-length", "run.sh", 1)}
+
+
+def test_an_evaluation_only_run_without_do_train_trains_nothing(tmp_path):
+    """tc6 N7: do_train is False by default, so a launch without --do_train of a script that trains only under
+    `if training_args.do_train:` trains nothing; so do arguments built with do_train=False (or without it) whose
+    train() sits under that if. A train() outside the if trains whatever do_train says."""
+    launch = "python train.py --output_dir o --predict_with_generate --do_eval\n"
+    files = {"train.py": EVALUATES, "run.sh": launch}
+    assert project(tmp_path / "a", files, ["train.py", "run.sh"]) == set()
+    files["train.py"] = EVALUATES.replace("if training_args.do_train:\n    trainer.train()", "trainer.train()")
+    assert project(tmp_path / "b", files, ["train.py", "run.sh"]) == {("generate-max-length", "run.sh", 1)}
+    built = ("from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments\n"
+             "args = Seq2SeqTrainingArguments(output_dir='o', predict_with_generate=True{})\n"
+             "trainer = Seq2SeqTrainer(model=m, args=args)\n{}trainer.evaluate(max_length=128)\n")
+    assert "generate-max-length" not in rules(built.format(", do_train=False", ""))
+    assert "generate-max-length" not in rules(built.format("", "if args.do_train:\n    trainer.train()\n"))
+    assert "generate-max-length" in rules(built.format(", do_train=False", "trainer.train()\n"))
+    assert "generate-max-length" in rules(built.format(", do_train=True", "if args.do_train:\n    trainer.train()\n"))
+    assert "generate-max-length" in rules(built.format(", do_train=False", "").replace("max_length=128", ""))
 
 
 def test_evaluate_and_predict_generate_with_the_length_they_are_given(tmp_path):

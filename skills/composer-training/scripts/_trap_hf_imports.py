@@ -129,6 +129,8 @@ REMOVED_FAMILIES = [
 IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "AttributeError", "Exception", "BaseException"}
 # the versions the rule judges `if` tests on (tests/test_trap_imports.py holds them to the installed ones)
 PINNED = {"transformers": "5.24.0", "datasets": "5.2.0"}
+# probes true wherever the pinned versions train: torch (which the Trainer needs) and 5.x's own requirements
+INSTALLED_PROBES = {"is_torch_available", "is_tokenizers_available", "is_safetensors_available"}
 
 
 def removed(dotted: str) -> tuple[str, str, str] | None:
@@ -146,9 +148,16 @@ def removed(dotted: str) -> tuple[str, str, str] | None:
     return None
 
 
-def catches_import_error(handler: ast.ExceptHandler) -> bool:
-    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-    return handler.type is None or any(called_name(kind) in IMPORT_ERRORS for kind in types)
+def catches_import_error(module: Module, handler: ast.ExceptHandler) -> bool:
+    """Whether the handler may catch a failed import; a type held in a name it assigns (`ERRS = (ImportError, ...)`)
+    is followed, and one assigned a value that cannot be read counts as catching (never a finding from it)."""
+    kind = handler.type
+    if isinstance(kind, ast.Name) and kind.id in module.assigned:
+        kind = module.single(kind.id)
+        if not isinstance(kind, (ast.Tuple, ast.Name, ast.Attribute)):
+            return True
+    types = kind.elts if isinstance(kind, ast.Tuple) else [kind]
+    return kind is None or any(called_name(kind) in IMPORT_ERRORS for kind in types)
 
 
 def package_version(module: Module, node: ast.AST) -> str | None:
@@ -167,7 +176,10 @@ def reads_version(module: Module, node: ast.AST) -> bool:
     """A test that asks what is installed: the version of transformers or datasets (or a name of its own that holds
     it: is_transformers_version(...), TRANSFORMERS_VERSION), an is_*_available() probe or hasattr(...)."""
     word = called_name(node.func if isinstance(node, ast.Call) else node).lower()
+    # a project function that reads the version (`def hf_major(): return int(transformers.__version__...)`)
+    callee = module.callee(node) if isinstance(node, ast.Call) else None
     return package_version(module, node) is not None or word == "hasattr" or \
+        callee is not None and any(package_version(callee[0], sub) is not None for sub in ast.walk(callee[1])) or \
         bool(re.fullmatch(r"is_\w+_available", word)) or \
         ("version" in word and ("transformers" in word or "datasets" in word))
 
@@ -188,6 +200,8 @@ def holds_on_5x(module: Module, test: ast.AST, depth: int = 0) -> bool | None:
         return None if held is None else not held
     if isinstance(test, ast.Name) and module.single(test.id) is not None:
         return holds_on_5x(module, module.single(test.id), depth + 1)
+    if isinstance(test, ast.Call) and called_name(test.func) in INSTALLED_PROBES:
+        return True
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and
             isinstance(test.ops[0], (ast.Lt, ast.LtE, ast.Gt, ast.GtE))):
         return None
@@ -235,7 +249,7 @@ def guarded(module: Module, node: ast.AST, fails) -> bool:
     while id(node) in module.parent:
         parent = module.parent[id(node)]
         if isinstance(parent, (ast.Try, getattr(ast, "TryStar", ast.Try))) and node not in parent.orelse and \
-                node not in parent.finalbody and any(map(catches_import_error, parent.handlers)) and \
+                node not in parent.finalbody and any(catches_import_error(module, handler) for handler in parent.handlers) and \
                 (node in parent.body or not fails(parent.body)):
             return True
         if isinstance(parent, ast.If) and node is not parent.test and \

@@ -346,12 +346,68 @@ def asks_self_tokenizer(node: ast.AST) -> bool:
         isinstance(node.args[1], ast.Constant) and node.args[1].value == "tokenizer"
 
 
-def guarded_methods(definition: ast.ClassDef) -> set[int]:
-    """The ids of the nodes in a class's methods that ask whether self has a tokenizer: their reads of it are
-    guarded (`if getattr(self, "tokenizer", None) is not None:`, an early return), whichever branch they sit in, as
-    removed-argument-read's hasattr/getattr."""
-    return {id(node) for method in definition.body if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and any(asks_self_tokenizer(call) for call in ast.walk(method)) for node in ast.walk(method)}
+def implies_tokenizer(test: ast.AST, truth: bool) -> bool:
+    """Whether ``test`` being ``truth`` means self has a tokenizer: hasattr/getattr(..., None) true, `getattr(...) is
+    None` false, through not/and/or; anything else (`hasattr(...) or True`) says nothing."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return implies_tokenizer(test.operand, not truth)
+    if asks_self_tokenizer(test):
+        return truth
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and asks_self_tokenizer(test.left) and \
+            isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None and \
+            isinstance(test.ops[0], (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)):
+        return truth == isinstance(test.ops[0], (ast.IsNot, ast.NotEq))
+    if isinstance(test, ast.BoolOp):  # `a and b` true: either says so; false: each that may be false must
+        each = [implies_tokenizer(value, truth) for value in test.values]
+        return any(each) if isinstance(test.op, ast.And) == truth else all(each)
+    return False
+
+
+def exits(body: list[ast.AST]) -> bool:
+    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
+
+
+def guarded_reads(definition: ast.ClassDef) -> set[int]:
+    """The ids of the self.tokenizer reads of a class that run only where it has one: in the branch of an if (or the
+    rest of an and/or) whose test asks (`if getattr(self, "tokenizer", None) is not None:`), or after an early exit
+    (`if not hasattr(self, "tokenizer"): return`) or an assert; a read before the question or after its if is not.
+    A question whose answer is kept or passed on (`has = hasattr(...)`, `return getattr(...) or ...`) cannot be
+    followed: it guards every read of its method, never a finding from what is not read."""
+    parent = {id(child): node for node in ast.walk(definition) for child in ast.iter_child_nodes(node)}
+
+    def followed(question: ast.AST) -> bool:
+        node = question
+        while isinstance(parent.get(id(node)), (ast.Compare, ast.BoolOp, ast.UnaryOp)):
+            node = parent[id(node)]
+        return isinstance(parent.get(id(node)), (ast.If, ast.IfExp, ast.While, ast.Assert)) and \
+            parent[id(node)].test is node
+
+    kept = {id(node) for method in definition.body if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and any(asks_self_tokenizer(call) and not followed(call) for call in ast.walk(method))
+            for node in ast.walk(method)}
+
+    def guarded(node: ast.AST) -> bool:
+        while id(node) in parent:
+            above = parent[id(node)]
+            if isinstance(above, (ast.If, ast.IfExp, ast.While)) and node is not above.test and \
+                    implies_tokenizer(above.test, node is above.body or isinstance(above.body, list) and
+                                      node in above.body):
+                return True
+            if isinstance(above, ast.BoolOp) and any(implies_tokenizer(value, isinstance(above.op, ast.And))
+                                                     for value in above.values[:above.values.index(node)]):
+                return True
+            for field in ("body", "orelse", "finalbody"):
+                statements = getattr(above, field, None)
+                if isinstance(statements, list) and node in statements and any(
+                        isinstance(before, ast.If) and exits(before.body) and not before.orelse and
+                        implies_tokenizer(before.test, False) or
+                        isinstance(before, ast.Assert) and implies_tokenizer(before.test, True)
+                        for before in statements[:statements.index(node)]):
+                    return True
+            node = above
+        return False
+
+    return kept | {id(node) for node in ast.walk(definition) if isinstance(node, ast.Attribute) and guarded(node)}
 
 
 def self_tokenizer_findings(module: Module):
@@ -359,7 +415,7 @@ def self_tokenizer_findings(module: Module):
         if len(definitions) == 1 and transformers_trainer(module, name, {name}) and \
                 not gives_tokenizer(module, name, {name}):
             for part, definition in [(module, definitions[0]), *mixins(module, name, {name})]:
-                guarded = guarded_methods(definition)
+                guarded = guarded_reads(definition)
                 for node in ast.walk(definition):
                     if isinstance(node, ast.Attribute) and node.attr == "tokenizer" and \
                             isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name) and \
