@@ -315,7 +315,8 @@ def generates_with_own_length(runs: Module, do_train: str | None) -> bool:
     trains = not all(under_do_train(runs, call) for call in training) or \
         (do_train or "false").lower() not in ("false", "no", "f", "n", "0") and bool(training)
     return not trains and bool(generating) and all(
-        any(keyword.arg in LENGTHS and runs.const(keyword.value) is not None for keyword in call.keywords)
+        any(keyword.arg is None or keyword.arg in LENGTHS and runs.const(keyword.value) is not None
+            for keyword in call.keywords)  # **gen_kwargs cannot be read: it may hold the length, so no finding
         for call in generating)
 
 

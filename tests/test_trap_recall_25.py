@@ -359,6 +359,8 @@ def test_an_evaluation_only_run_without_do_train_trains_nothing(tmp_path):
     assert "generate-max-length" in rules(built.format(", do_train=False", "trainer.train()\n"))
     assert "generate-max-length" in rules(built.format(", do_train=True", "if args.do_train:\n    trainer.train()\n"))
     assert "generate-max-length" in rules(built.format(", do_train=False", "").replace("max_length=128", ""))
+    kwargs = built.format(", do_train=False", "gen_kwargs = load_generation_settings()\n")  # tc6 e05
+    assert "generate-max-length" not in rules(kwargs.replace("max_length=128", "**gen_kwargs"))
 
 
 def test_evaluate_and_predict_generate_with_the_length_they_are_given(tmp_path):
