@@ -64,6 +64,7 @@ class Launch:
     several: str = ""  # why this line starts several different jobs (a shell loop over a variable, a Slurm array)
     runs: object = None  # the Module of the script it runs, when that file is given or found next to the launch
     text_lines: list[str] = field(default_factory=list)  # a shell command's physical lines, from `line` on
+    _flags: dict | None = field(default=None, init=False, repr=False, compare=False)  # flag()'s, read once
 
     def option(self, *names: str) -> str | None:
         """The value of a launcher option given as `--x N`, `--x=N` or `-nN`; '' for a bare flag."""
@@ -95,15 +96,17 @@ class Launch:
         return count(value)
 
     def flag(self, name: str) -> str | None:
-        """The value of an HfArgumentParser flag on the script's command line (`--x v`, `--x=v`, dashes or not)."""
-        for index, token in enumerate(self.args):
-            key, equals, value = token.partition("=")
-            if key.startswith("--") and key[2:].replace("-", "_") == name:
-                if equals:
-                    return value
-                following = self.args[index + 1] if index + 1 < len(self.args) else ""
-                return "true" if not following or following.startswith("--") else following
-        return None
+        """The value of an HfArgumentParser flag on the script's command line (`--x v`, `--x=v`, dashes or not); the
+        first one given counts."""
+        if self._flags is None:  # read the command line once: the rules ask each launch for dozens of flags
+            self._flags = {}
+            for index, token in enumerate(self.args):
+                key, equals, value = token.partition("=")
+                if key.startswith("--") and key[2:].replace("-", "_") not in self._flags:
+                    following = self.args[index + 1] if index + 1 < len(self.args) else ""
+                    self._flags[key[2:].replace("-", "_")] = value if equals else \
+                        "true" if not following or following.startswith("--") else following
+        return self._flags.get(name)
 
     def flag_line(self, name: str) -> int:
         """The physical line of a shell command that gives the script's flag (`--x`, dashes or underscores), where an
