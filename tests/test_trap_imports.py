@@ -307,3 +307,13 @@ def test_an_import_made_by_a_call_on_a_constant(code, reported, copy):
 ])
 def test_a_removed_name_used_through_a_star_import(code, reported, copy):
     assert lines(code) == reported
+
+
+def test_the_probes_read_as_true_exist_and_are_true_on_the_installed_version():
+    """removed-import checks the body of `if is_torch_available():` (and the others of INSTALLED_PROBES) because the
+    probe is true wherever 5.x trains: each must exist in transformers.utils and answer True here (on 5.24
+    is_safetensors_available no longer exists)."""
+    import transformers.utils
+
+    assert IMPORTS.INSTALLED_PROBES and all(getattr(transformers.utils, name, lambda: False)() is True
+                                            for name in IMPORTS.INSTALLED_PROBES), IMPORTS.INSTALLED_PROBES

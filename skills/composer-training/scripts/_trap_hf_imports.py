@@ -130,7 +130,7 @@ IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "AttributeError", "Except
 # the versions the rule judges `if` tests on (tests/test_trap_imports.py holds them to the installed ones)
 PINNED = {"transformers": "5.24.0", "datasets": "5.2.0"}
 # probes true wherever the pinned versions train: torch (which the Trainer needs) and 5.x's own requirements
-INSTALLED_PROBES = {"is_torch_available", "is_tokenizers_available", "is_safetensors_available"}
+INSTALLED_PROBES = {"is_torch_available", "is_tokenizers_available"}  # true wherever 5.x trains (tested)
 
 
 def removed(dotted: str) -> tuple[str, str, str] | None:
@@ -174,7 +174,7 @@ def package_version(module: Module, node: ast.AST) -> str | None:
 
 def reads_version(module: Module, node: ast.AST) -> bool:
     """A test that asks what is installed: the version of transformers or datasets (or a name of its own that holds
-    it: is_transformers_version(...), TRANSFORMERS_VERSION), an is_*_available() probe or hasattr(...)."""
+    it: TRANSFORMERS_VERSION, a project's own function), an is_*_available() probe or hasattr(...)."""
     word = called_name(node.func if isinstance(node, ast.Call) else node).lower()
     # a project function that reads the version (`def hf_major(): return int(transformers.__version__...)`)
     callee = module.callee(node) if isinstance(node, ast.Call) else None
